@@ -1,0 +1,154 @@
+/// @file buffers.h
+/// @brief RAII device, pinned-host and guarded-output buffers.
+///
+/// Memory is released by destructors, so a test that fails by exception leaks nothing and the next
+/// test starts clean.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kit/check.h"
+#include "kit/poison.h"
+
+namespace kit {
+
+/// Device memory for `n` elements of T, freed on destruction. Move-only.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t n) : n_(n) {
+    if (n_ > 0) KIT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)));
+  }
+  /// Allocates and uploads `host`.
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), n_(std::exchange(other.n_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      n_ = std::exchange(other.n_, 0);
+    }
+    return *this;
+  }
+
+  T* data() noexcept { return ptr_; }
+  const T* data() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return n_; }
+  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
+
+  /// Copies `host` (exactly size() elements) to the device.
+  void upload(const std::vector<T>& host) {
+    if (host.size() != n_) throw std::invalid_argument("DeviceBuffer::upload: size mismatch");
+    if (n_ > 0) KIT_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice));
+  }
+  /// Copies the whole buffer back to the host.
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    if (n_ > 0) KIT_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  void release() noexcept {
+    if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a sticky error surfaces elsewhere
+    ptr_ = nullptr;
+  }
+  T* ptr_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// Page-locked (pinned) host memory for `n` elements of T, freed on destruction. Move-only.
+/// Only pinned memory lets cudaMemcpyAsync overlap with kernels.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t n) : n_(n) {
+    if (n_ > 0) KIT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)));
+  }
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), n_(std::exchange(other.n_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    std::swap(n_, other.n_);
+    return *this;
+  }
+
+  T* data() noexcept { return ptr_; }
+  const T* data() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return n_; }
+  T& operator[](std::size_t i) noexcept { return ptr_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return ptr_[i]; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// A device output of `n` elements with guard regions before and after it.
+///
+/// `poison()` fills the output with the poison pattern and the guards with the guard pattern;
+/// after the kernel, `guard_writes()` lists any element outside [0, n) that changed and
+/// `download()` returns the output, where poison marks elements nothing wrote.
+template <class T>
+class GuardedBuffer {
+ public:
+  /// Guard elements on each side: 4 KiB of floats, which also keeps data() 256-byte aligned like
+  /// a plain cudaMalloc pointer (so vectorised student code sees the alignment it expects).
+  static constexpr std::size_t kGuard = 4096 / sizeof(T);
+
+  explicit GuardedBuffer(std::size_t n) : n_(n), storage_(n + 2 * kGuard) { poison(); }
+
+  T* data() noexcept { return storage_.data() + kGuard; }
+  std::size_t size() const noexcept { return n_; }
+
+  /// Poisons the output and re-arms both guards.
+  void poison() {
+    std::vector<T> fill(storage_.size(), poison_value<T>());
+    for (std::size_t i = 0; i < kGuard; ++i) {
+      fill[i] = guard_value<T>();
+      fill[kGuard + n_ + i] = guard_value<T>();
+    }
+    storage_.upload(fill);
+  }
+
+  /// Reads back the output elements [0, n).
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    if (n_ > 0)
+      KIT_CUDA_CHECK(cudaMemcpy(host.data(), storage_.data() + kGuard, n_ * sizeof(T),
+                                cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+  /// Guard elements that were written (see find_guard_writes()).
+  std::vector<GuardHit> guard_writes() const {
+    std::vector<T> before(kGuard), after(kGuard);
+    KIT_CUDA_CHECK(cudaMemcpy(before.data(), storage_.data(), kGuard * sizeof(T),
+                              cudaMemcpyDeviceToHost));
+    KIT_CUDA_CHECK(cudaMemcpy(after.data(), storage_.data() + kGuard + n_, kGuard * sizeof(T),
+                              cudaMemcpyDeviceToHost));
+    return find_guard_writes(before, after, n_);
+  }
+
+ private:
+  std::size_t n_;
+  DeviceBuffer<T> storage_;
+};
+
+}  // namespace kit

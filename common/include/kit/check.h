@@ -1,0 +1,50 @@
+/// @file check.h
+/// @brief The kit's one CUDA error check: it names the failing call, file and line, and throws.
+///
+/// Throwing (rather than `exit()`) lets a grader record the failure as that test's verdict and keep
+/// grading the others; RAII buffers release their memory while the exception unwinds.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace kit {
+
+/// A CUDA runtime call failed. `what()` reads like
+/// `cudaMalloc(&ptr, bytes) failed: out of memory (cudaErrorMemoryAllocation) at buffers.h:41`.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(cudaError_t code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  /// The CUDA error code that was returned.
+  cudaError_t code() const noexcept { return code_; }
+
+ private:
+  cudaError_t code_;
+};
+
+/// Builds and throws the CudaError for a failed call; used by the macros below.
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
+
+/// Throws CudaError for a kernel launch that failed (`what` names the kernel).
+[[noreturn]] void throw_launch_error(cudaError_t code, const char* kernel, const char* file, int line);
+
+}  // namespace kit
+
+/// Checks the cudaError_t returned by `call`; on failure throws kit::CudaError naming the call.
+#define KIT_CUDA_CHECK(call)                                               \
+  do {                                                                     \
+    const cudaError_t kit_status_ = (call);                                \
+    if (kit_status_ != cudaSuccess)                                        \
+      ::kit::throw_cuda_error(kit_status_, #call, __FILE__, __LINE__);     \
+  } while (0)
+
+/// Checks that the kernel launch just made was accepted (grid and block shape, resources).
+/// A kernel launch returns nothing, so the error sits in cudaGetLastError() until read.
+#define KIT_CHECK_LAUNCH(kernel_name)                                      \
+  do {                                                                     \
+    const cudaError_t kit_status_ = cudaGetLastError();                    \
+    if (kit_status_ != cudaSuccess)                                        \
+      ::kit::throw_launch_error(kit_status_, kernel_name, __FILE__, __LINE__); \
+  } while (0)

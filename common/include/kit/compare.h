@@ -1,0 +1,89 @@
+/// @file compare.h
+/// @brief Element-wise comparison with a per-check tolerance whose reason is written down.
+///
+/// A mismatch report lists the first few wrong elements with their coordinates, the expected and
+/// actual values, and the block and thread that owned them in the launch used, followed by the
+/// maximum absolute and relative error over the whole output.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kit/launch.h"
+#include "kit/poison.h"
+
+namespace kit {
+
+/// |got - expected| <= abs + rel * |expected| passes. `reason` says why these numbers are right
+/// for this check, and is printed with every failure.
+struct Tolerance {
+  double abs = 0.0;
+  double rel = 0.0;
+  std::string reason;
+
+  /// Bit-for-bit equal values only (integers, or float work whose rounding is fully determined).
+  static Tolerance exact(std::string why) { return {0.0, 0.0, std::move(why)}; }
+};
+
+/// One wrong element.
+struct Mismatch {
+  std::size_t index = 0;
+  double expected = 0.0;
+  double got = 0.0;
+  bool unwritten = false;  ///< still held the poison pattern
+};
+
+/// Outcome of comparing a whole output.
+struct Comparison {
+  std::size_t count = 0;       ///< elements compared
+  std::size_t mismatches = 0;  ///< elements outside the tolerance, unwritten ones included
+  std::size_t unwritten = 0;   ///< elements nothing wrote
+  double max_abs_error = 0.0;  ///< over written elements
+  double max_rel_error = 0.0;  ///< over written elements with expected != 0
+  std::vector<Mismatch> first; ///< the first few mismatches, in index order
+  bool ok() const { return mismatches == 0; }
+};
+
+/// Compares `got` with `expected` element by element; keeps the first `keep` mismatches.
+template <class T>
+Comparison compare_values(const std::vector<T>& expected, const std::vector<T>& got,
+                          const Tolerance& tol, std::size_t keep = 5) {
+  Comparison result;
+  result.count = expected.size();
+  if (got.size() != expected.size()) {
+    result.mismatches = expected.size() > got.size() ? expected.size() - got.size() : 1;
+    return result;
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const bool unwritten = is_poison(got[i]);
+    const double e = static_cast<double>(expected[i]);
+    const double g = static_cast<double>(got[i]);
+    bool bad = unwritten;
+    if (!unwritten) {
+      const double err = std::fabs(g - e);
+      if (std::isnan(g) != std::isnan(e) || err > tol.abs + tol.rel * std::fabs(e)) bad = true;
+      if (!std::isnan(err)) {
+        if (err > result.max_abs_error) result.max_abs_error = err;
+        if (e != 0.0 && err / std::fabs(e) > result.max_rel_error)
+          result.max_rel_error = err / std::fabs(e);
+      } else {
+        result.max_abs_error = result.max_rel_error = NAN;
+      }
+    }
+    if (!bad) continue;
+    ++result.mismatches;
+    if (unwritten) ++result.unwritten;
+    if (result.first.size() < keep) result.first.push_back({i, e, g, unwritten});
+  }
+  return result;
+}
+
+/// Multi-line report of a failed comparison of output `what`: counts, the first mismatches with
+/// coordinates and owning thread under `launch` (pass nullptr when the launch is unknown), the
+/// maximum errors, and the tolerance with its reason.
+std::string describe_mismatches(const std::string& what, const Comparison& cmp, const Tolerance& tol,
+                                const Shape& shape, const Launch* launch);
+
+}  // namespace kit

@@ -1,0 +1,36 @@
+/// @file device_info.h
+/// @brief What GPU a result was measured on: recorded with every performance result.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace kit {
+
+/// The GPU (or the reason there is none).
+struct DeviceInfo {
+  bool available = false;
+  std::string reason;  ///< why no device is usable, when !available
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  int l2_bytes = 0;
+  int max_sm_clock_mhz = 0;
+  int max_mem_clock_mhz = 0;
+  int memory_bus_bits = 0;
+  int copy_engines = 0;            ///< asynchronous copy engines (concurrent H2D and D2H copies)
+  int current_sm_clock_mhz = -1;   ///< from NVML when the driver's library is present, else -1
+  std::size_t global_mem_bytes = 0;
+};
+
+/// Queries device `device`. Never throws: a machine without a GPU or driver gives
+/// `available == false` and the runtime's explanation in `reason`.
+DeviceInfo query_device(int device = 0);
+
+/// One JSON object (the grader's `--kit_device` output).
+std::string to_json(const DeviceInfo& info);
+
+/// "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, SM clock 1755/1980 MHz, memory clock 2619 MHz".
+std::string summary(const DeviceInfo& info);
+
+}  // namespace kit

@@ -1,0 +1,58 @@
+/// @file random.h
+/// @brief Seeded random inputs: fresh for every run, reproducible on demand.
+///
+/// Every run draws a new seed (so a kernel cannot pass by matching one fixed input) and prints it
+/// with every failure; setting the environment variable KIT_SEED to that number replays the run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kit {
+
+/// The seed of this run: KIT_SEED when set (a decimal number), otherwise drawn once per process
+/// from std::random_device. Throws std::invalid_argument when KIT_SEED is not a number.
+std::uint64_t run_seed();
+
+/// Parses a seed string as run_seed() does; exposed for tests.
+std::uint64_t parse_seed(const std::string& text);
+
+/// "seed 1234 (rerun with KIT_SEED=1234)".
+std::string seed_note();
+
+/// A small, fast generator (splitmix64): good statistical quality for test data, and cheap enough
+/// to fill hundreds of millions of elements.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+
+  /// A generator for the test called `name`, derived from run_seed(), so each test gets its own
+  /// stream and the whole run is replayed by one seed.
+  static Random for_name(const std::string& name);
+
+  std::uint64_t next_u64() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [lo, hi).
+  float uniform(float lo, float hi) {
+    const float unit = static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * unit;
+  }
+  /// Uniform integer in [lo, hi].
+  long long uniform_int(long long lo, long long hi) {
+    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+    return lo + static_cast<long long>(next_u64() % span);
+  }
+  std::vector<float> floats(std::size_t n, float lo, float hi);
+  std::vector<int> ints(std::size_t n, int lo, int hi);
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace kit

@@ -1,0 +1,137 @@
+/// @file test.h
+/// @brief The grading vocabulary: tests that declare their lab step, kind, points and title where
+/// they are defined, fixtures that report "not run: no CUDA device", and output checks whose
+/// failure messages tell a student what to fix.
+///
+/// @code
+/// KIT_TEST(IndexingHost, GridSizeRoundsUp, "indexing.1", host, 2,
+///          "grid_size_1d rounds up: 1000 elements in blocks of 256 need 4 blocks") {
+///   EXPECT_EQ(lab01::grid_size_1d(1000, 256), 4u);
+/// }
+/// @endcode
+///
+/// Each test runs in its own process under the runner (grader/kit.py), which reads the declared
+/// points with `--kit_list` before running anything, so a test that crashes still has a verdict.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kit/buffers.h"
+#include "kit/compare.h"
+#include "kit/device_info.h"
+#include "kit/launch.h"
+#include "kit/random.h"
+#include "kit/thresholds.h"
+#include "kit/timing.h"
+
+namespace kit {
+
+/// What a test needs: `host` runs anywhere; `gpu` checks correctness on a GPU; `perf` measures
+/// against a ceiling and scores only when every correctness test of its lab passed.
+enum class Kind { host, gpu, perf };
+
+/// The grading metadata of one test (or one parameterized test pattern).
+struct TestMeta {
+  std::string suite;
+  std::string name;
+  std::string step;
+  Kind kind;
+  int points;
+  std::string title;
+};
+
+/// Adds `meta` to the registry that `--kit_list` prints; returns true so it can initialise a static.
+bool register_test(const TestMeta& meta);
+
+/// Everything registered in this binary.
+const std::vector<TestMeta>& registered_tests();
+
+/// The threshold `key` for this binary (student or reference thresholds; see thresholds.h).
+inline double threshold(const std::string& key) {
+#ifdef KIT_VARIANT
+  return threshold_for(key, KIT_VARIANT);
+#else
+  return threshold_for(key, "student");
+#endif
+}
+
+/// A random generator for the running test, from the run's seed and the test's full name.
+Random test_random();
+
+/// Base fixture for tests that need no GPU.
+class HostTest : public ::testing::Test {};
+
+/// Base fixture for GPU tests: skipped as "not run: no CUDA device" without one (the runner reports
+/// that, never a pass); afterwards any error the test left on the device fails the test.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+};
+
+/// GpuTest for value-parameterized tests.
+template <class Param>
+class GpuTestWithParam : public GpuTest, public ::testing::WithParamInterface<Param> {};
+
+/// Base fixture for performance tests: a GpuTest that records the GPU it measured on.
+class PerfTest : public GpuTest {
+ protected:
+  void SetUp() override;
+
+  /// Times `student` against `ceiling`, records the ratio, threshold, spread, rates and GPU as
+  /// test properties (the runner reports them), prints a summary line, and fails the test when the
+  /// ratio misses `threshold(threshold_key)`. `unit` names the rate unit (e.g. "GB/s") and
+  /// `unit_scale` converts work/s to it.
+  void expect_ratio_at_least(const Timed& student, const Timed& ceiling,
+                             const std::string& threshold_key, const char* unit, double unit_scale);
+};
+
+/// Checks a guarded device output against `expected`: no write outside it, every element written,
+/// every element within `tol`. The failure message names elements, owners under `launch`, and the
+/// seed. `what` names the output ("y", "out").
+template <class T>
+::testing::AssertionResult output_matches(const std::string& what, const std::vector<T>& expected,
+                                          const GuardedBuffer<T>& out, const Tolerance& tol,
+                                          const Shape& shape, const Launch& launch) {
+  std::string problems;
+  const auto hits = out.guard_writes();
+  if (!hits.empty()) problems += what + ": " + describe_guard_writes(hits, out.size()) + "\n";
+  const Comparison cmp = compare_values(expected, out.download(), tol);
+  if (!cmp.ok()) problems += describe_mismatches(what, cmp, tol, shape, &launch) + "\n";
+  if (problems.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << problems << seed_note();
+}
+
+/// Checks that a kernel left its input `what` unchanged (a kernel must not use it as scratch).
+template <class T>
+::testing::AssertionResult input_unchanged(const std::string& what, const DeviceBuffer<T>& input,
+                                           const std::vector<T>& original) {
+  const Comparison cmp =
+      compare_values(original, input.download(), Tolerance::exact("inputs are read-only"));
+  if (cmp.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "input " << what << " was modified by the kernel: " << cmp.mismatches
+         << " elements changed, first at index " << cmp.first.front().index
+         << " (inputs are read-only)\n"
+         << seed_note();
+}
+
+}  // namespace kit
+
+#define KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title)                     \
+  [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                \
+      ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title})
+
+/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, perf), points and
+/// a human title, declared together.
+#define KIT_TEST(Fixture, Name, step, kind, points, title)      \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title); \
+  TEST_F(Fixture, Name)
+
+/// A graded value-parameterized test: each instance is worth `points`.
+#define KIT_TEST_P(Fixture, Name, step, kind, points, title)    \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title); \
+  TEST_P(Fixture, Name)

@@ -1,0 +1,73 @@
+/// @file timing.h
+/// @brief Trustworthy GPU timing: a student's kernel against a ceiling measured in the same run.
+///
+/// The practice, in one place: CUDA events around each run; warm-up runs first; the L2 cache
+/// flushed before every timed run, so no run is served from the previous run's cache; the student
+/// kernel and its ceiling timed in interleaved pairs (A B, then B A) so clock and thermal drift
+/// hit both; the verdict taken on the median of the per-pair ratios; and when the ratios spread
+/// too widely to decide, another batch measured instead of failing on noise.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "kit/buffers.h"
+#include "kit/stats.h"
+
+namespace kit {
+
+/// Something to time: `run` enqueues one execution on the stream; `work` is what one execution
+/// accomplishes in the unit being compared (bytes moved, flops), so throughput = work / time.
+struct Timed {
+  std::string name;
+  double work = 0.0;
+  std::function<void(cudaStream_t)> run;
+};
+
+/// How to measure. The defaults follow ../shared/ANCHORS.md: 3 warm-ups, >= 20 samples.
+struct TimingOptions {
+  int warmup = 3;
+  int samples = 21;        ///< pairs per batch
+  int max_batches = 3;     ///< batches before the median decides regardless of spread
+  double max_spread = 0.05;///< interquartile range / median that still counts as decided
+};
+
+/// Result of timing a student kernel against a ceiling.
+struct ThroughputComparison {
+  Summary ratio;             ///< per-pair (student throughput / ceiling throughput)
+  double student_rate = 0;   ///< median student throughput, work per second
+  double ceiling_rate = 0;   ///< median ceiling throughput, work per second
+  double student_ms = 0;     ///< median student time per run
+  double ceiling_ms = 0;     ///< median ceiling time per run
+  int batches = 0;           ///< batches measured (more than 1 when the first was undecided)
+  bool passed = false;       ///< ratio clears the threshold, by the rule in decide()
+};
+
+/// Evicts the L2 cache by writing a buffer twice its size (the size is read from the device).
+class L2Flusher {
+ public:
+  L2Flusher();
+  void flush(cudaStream_t stream);
+
+ private:
+  DeviceBuffer<unsigned char> buffer_;
+  int value_ = 0;
+};
+
+/// Times `student` against `ceiling` (see the file comment) and decides whether the median ratio
+/// of their throughputs is at least `threshold`.
+ThroughputComparison compare_throughput(const Timed& student, const Timed& ceiling, double threshold,
+                                        const TimingOptions& options = {});
+
+/// Median time in milliseconds of `samples` runs of `run` (after `warmup` runs), with the L2 flushed
+/// before each run. Used by the benchmarks and to measure ceilings on their own.
+double median_ms(const std::function<void(cudaStream_t)>& run, int samples = 21, int warmup = 3);
+
+/// Throughput of a device-to-device cudaMemcpy of `bytes`, counting bytes read plus written: the
+/// ceiling for memory-bound kernels. Returns a Timed ready for compare_throughput().
+Timed device_copy_ceiling(const void* src, void* dst, std::size_t bytes);
+
+}  // namespace kit

@@ -1,0 +1,35 @@
+#include "kit/check.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace kit {
+namespace {
+
+std::string base_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+std::string describe(cudaError_t code) {
+  std::ostringstream out;
+  out << cudaGetErrorString(code) << " (" << cudaGetErrorName(code) << ")";
+  return out.str();
+}
+
+}  // namespace
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  std::ostringstream out;
+  out << call << " failed: " << describe(code) << " at " << base_name(file) << ":" << line;
+  throw CudaError(code, out.str());
+}
+
+void throw_launch_error(cudaError_t code, const char* kernel, const char* file, int line) {
+  std::ostringstream out;
+  out << "launch of " << kernel << " failed: " << describe(code) << " at " << base_name(file) << ":"
+      << line;
+  throw CudaError(code, out.str());
+}
+
+}  // namespace kit

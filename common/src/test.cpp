@@ -1,0 +1,87 @@
+#include "kit/test.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace kit {
+
+namespace {
+std::vector<TestMeta>& registry() {
+  static std::vector<TestMeta> tests;
+  return tests;
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+}  // namespace
+
+bool register_test(const TestMeta& meta) {
+  registry().push_back(meta);
+  return true;
+}
+
+const std::vector<TestMeta>& registered_tests() { return registry(); }
+
+Random test_random() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name =
+      info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("no-test");
+  return Random::for_name(name);
+}
+
+void GpuTest::SetUp() {
+  static const DeviceInfo device = query_device();
+  if (!device.available) {
+    RecordProperty("not_run", "no CUDA device");
+    GTEST_SKIP() << "not run: no CUDA device (" << device.reason << ")";
+  }
+  RecordProperty("seed", std::to_string(run_seed()));
+}
+
+void GpuTest::TearDown() {
+  if (IsSkipped()) return;
+  // A kernel fault is reported at the next synchronising call; make sure it lands in this test.
+  const cudaError_t status = cudaDeviceSynchronize();
+  if (status != cudaSuccess)
+    ADD_FAILURE() << "the test left a CUDA error on the device: " << cudaGetErrorString(status)
+                  << " (" << cudaGetErrorName(status) << ")\n"
+                  << seed_note();
+}
+
+void PerfTest::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped()) return;
+  const DeviceInfo device = query_device();
+  RecordProperty("gpu", summary(device));
+  RecordProperty("sm_clock_mhz", std::to_string(device.current_sm_clock_mhz));
+}
+
+void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
+                                     const std::string& threshold_key, const char* unit,
+                                     double unit_scale) {
+  const double bar = threshold(threshold_key);
+  const ThroughputComparison result = compare_throughput(student, ceiling, bar);
+  RecordProperty("ratio", fixed(result.ratio.median, 3));
+  RecordProperty("threshold", fixed(bar, 3));
+  RecordProperty("spread", fixed(result.ratio.spread(), 3));
+  RecordProperty("samples", std::to_string(result.ratio.n));
+  RecordProperty("student_rate", fixed(result.student_rate * unit_scale, 1) + " " + unit);
+  RecordProperty("ceiling_rate", fixed(result.ceiling_rate * unit_scale, 1) + " " + unit);
+
+  std::ostringstream line;
+  line << student.name << ": " << fixed(result.student_rate * unit_scale, 1) << " " << unit
+       << " vs " << ceiling.name << " " << fixed(result.ceiling_rate * unit_scale, 1) << " " << unit
+       << " -> ratio " << fixed(result.ratio.median, 3) << " (quartiles " << fixed(result.ratio.q1, 3)
+       << ".." << fixed(result.ratio.q3, 3) << ", " << result.ratio.n << " pairs), threshold "
+       << fixed(bar, 2) << "; " << summary(query_device());
+  std::printf("[ kit perf ] %s\n", line.str().c_str());
+  EXPECT_TRUE(result.passed) << line.str() << "\nthe median ratio must be at least "
+                             << fixed(bar, 2) << " (threshold '" << threshold_key
+                             << "' in " << thresholds_path() << ")";
+}
+
+}  // namespace kit

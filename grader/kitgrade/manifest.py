@@ -1,0 +1,186 @@
+"""The lab manifest (grader/labs.json): which labs exist, their steps and hints.
+
+The manifest is the only place the runner learns about labs, so adding a lab is one entry
+there plus its CMake targets. It is validated strictly on load: a typo in a field name or
+a step whose id does not belong to its lab would otherwise surface much later as a
+confusing grading result, so every error names the offending field, e.g.
+``labs.json: labs[0].steps[2].hints: expected a non-empty list of strings``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+"""Gradescope's visibility values; a step's value is passed through to results.json."""
+
+_LAB_ID = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
+
+
+class ManifestError(Exception):
+    """The manifest is missing, not JSON, or has a field of the wrong shape."""
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    title: str
+    hints: tuple[str, ...]
+    visibility: str = "visible"
+
+    @property
+    def suffix(self) -> str:
+        """The part after the lab name: "1" for "indexing.1", "perf" for "indexing.perf"."""
+        return self.id.split(".", 1)[1]
+
+
+@dataclass(frozen=True)
+class Lab:
+    id: str
+    title: str
+    timeout_s: float
+    student_files: tuple[str, ...]
+    steps: tuple[Step, ...]
+
+    @property
+    def number(self) -> str:
+        """The two-digit prefix, "01" for "01_indexing"."""
+        return self.id.split("_", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The id without its number, "indexing" for "01_indexing"; step ids start with it."""
+        return self.id.split("_", 1)[1]
+
+    def find_step(self, query: str) -> Step | None:
+        """A step by full id ("indexing.1") or by suffix ("1", "perf")."""
+        for step in self.steps:
+            if query in (step.id, step.suffix):
+                return step
+        return None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    labs: tuple[Lab, ...]
+
+    def find_lab(self, query: str) -> Lab | None:
+        """A lab by id ("01_indexing"), number ("01" or "1") or name ("indexing")."""
+        query = query.strip().lower()
+        for lab in self.labs:
+            if query in (lab.id, lab.number, lab.name):
+                return lab
+            if query.isdigit() and int(query) == int(lab.number):
+                return lab
+        return None
+
+    def lab_ids(self) -> list[str]:
+        return [lab.id for lab in self.labs]
+
+
+def load_manifest(path: Path) -> Manifest:
+    """Reads and validates the manifest; raises ManifestError naming the bad field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ManifestError(f"cannot read lab manifest {path}: {err.strerror}") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ManifestError(f"{path.name}: not valid JSON: {err}") from err
+    return parse_manifest(data, source=path.name)
+
+
+def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:
+    """Validates already-decoded manifest JSON."""
+    top = _Fields(data, source, required={"labs"}, optional=set())
+    labs_data = top.get("labs", list)
+    if not labs_data:
+        raise ManifestError(f"{source}: labs: expected at least one lab")
+    labs = tuple(_parse_lab(item, f"{source}: labs[{i}]") for i, item in enumerate(labs_data))
+    _check_unique([lab.id for lab in labs], f"{source}: labs", "lab id")
+    return Manifest(labs)
+
+
+def _parse_lab(data: Any, where: str) -> Lab:
+    fields = _Fields(
+        data, where, required={"id", "title", "timeout_s", "student_files", "steps"}, optional=set()
+    )
+    lab_id = fields.get("id", str)
+    if not _LAB_ID.match(lab_id):
+        raise ManifestError(f"{where}.id: {lab_id!r} is not of the form NN_name (e.g. 01_indexing)")
+    timeout = fields.get("timeout_s", (int, float))
+    if timeout <= 0:
+        raise ManifestError(f"{where}.timeout_s: expected a positive number of seconds")
+    files = fields.get("student_files", list)
+    if not all(isinstance(f, str) and f for f in files):
+        raise ManifestError(f"{where}.student_files: expected a list of file names")
+    steps_data = fields.get("steps", list)
+    if not steps_data:
+        raise ManifestError(f"{where}.steps: expected at least one step")
+    name = lab_id.split("_", 1)[1]
+    steps = tuple(
+        _parse_step(item, f"{where}.steps[{i}]", name) for i, item in enumerate(steps_data)
+    )
+    _check_unique([s.id for s in steps], f"{where}.steps", "step id")
+    return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
+               tuple(files), steps)
+
+
+def _parse_step(data: Any, where: str, lab_name: str) -> Step:
+    fields = _Fields(data, where, required={"id", "title", "hints"}, optional={"visibility"})
+    step_id = fields.get("id", str)
+    prefix, _, suffix = step_id.partition(".")
+    if prefix != lab_name or not suffix:
+        raise ManifestError(f"{where}.id: {step_id!r} must look like '{lab_name}.<n>'")
+    hints = fields.get("hints", list)
+    if not hints or not all(isinstance(h, str) and h.strip() for h in hints):
+        raise ManifestError(f"{where}.hints: expected a non-empty list of strings")
+    visibility = fields.get("visibility", str, default="visible")
+    if visibility not in VISIBILITIES:
+        raise ManifestError(f"{where}.visibility: {visibility!r} is not one of {', '.join(VISIBILITIES)}")
+    return Step(step_id, _non_empty(fields.get("title", str), f"{where}.title"), tuple(hints),
+                visibility)
+
+
+class _Fields:
+    """Typed access to one JSON object that rejects unknown and missing keys."""
+
+    def __init__(self, data: Any, where: str, required: set[str], optional: set[str]):
+        if not isinstance(data, dict):
+            raise ManifestError(f"{where}: expected an object")
+        unknown = sorted(set(data) - required - optional)
+        if unknown:
+            raise ManifestError(f"{where}.{unknown[0]}: unknown field")
+        missing = sorted(required - set(data))
+        if missing:
+            raise ManifestError(f"{where}.{missing[0]}: missing")
+        self._data = data
+        self._where = where
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise ManifestError(f"{self._where}.{key}: expected {names}, got {type(value).__name__}")
+        return value
+
+
+def _non_empty(text: str, where: str) -> str:
+    if not text.strip():
+        raise ManifestError(f"{where}: must not be empty")
+    return text
+
+
+def _check_unique(ids: list[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for value in ids:
+        if value in seen:
+            raise ManifestError(f"{where}: duplicate {what} {value!r}")
+        seen.add(value)

@@ -1,0 +1,304 @@
+"""The protocol between the runner and a lab's GoogleTest binary.
+
+* ``BIN --kit_list``   -> one JSON object describing every test (id, step, kind, points, title)
+* ``BIN --kit_device`` -> one JSON object describing the GPU, or why there is none
+* ``BIN --gtest_filter=<id> --gtest_output=json:<file>`` with KIT_SEED set -> runs one test
+
+Each test runs in its own process and process group, so a crash or hang only costs that
+test, and a timeout kills everything the test started. The verdict comes only from the
+exit status and the JSON report at a path the runner chose: the test's stdout is under the
+student's control (a kernel can print "[  PASSED  ]") and is only shown, never parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .model import KINDS, Status
+
+PROBE_TIMEOUT_S = 60.0
+"""Limit for --kit_list and --kit_device; CUDA initialisation can take a few seconds."""
+
+OUTPUT_TAIL_LINES = 40
+OUTPUT_MAX_CHARS = 8000
+
+GTEST_KEYS = frozenset({
+    "name", "classname", "file", "line", "status", "result", "timestamp", "time",
+    "failures", "skipped", "value_param", "type_param",
+})
+"""Keys GoogleTest writes for every test; anything else is a property the test recorded."""
+
+_TEST_ID = re.compile(r"^[A-Za-z0-9_/]+\.[A-Za-z0-9_/]+$")
+"""A full GoogleTest name with no character that --gtest_filter would treat as a pattern."""
+
+_live: set[subprocess.Popen[bytes]] = set()
+_live_lock = threading.Lock()
+
+
+class ProtocolError(Exception):
+    """A binary did not answer --kit_list (or answered something malformed)."""
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    id: str
+    step: str
+    kind: str
+    points: float
+    title: str
+
+    __test__ = False
+
+
+@dataclass
+class Outcome:
+    """What running one test produced, before it is attached to its spec."""
+
+    status: Status
+    reason: str = ""
+    output: str = ""
+    measurements: dict[str, str] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+def list_tests(binary: Path, lab: str, variant: str, steps: Collection[str]) -> list[TestSpec]:
+    """Runs ``BIN --kit_list`` and validates it against the expected lab, variant and steps."""
+    returncode, stdout, stderr = _probe(binary, "--kit_list")
+    if returncode is None:
+        raise ProtocolError(f"--kit_list did not finish within {PROBE_TIMEOUT_S:g} s")
+    if returncode != 0:
+        detail = _last_line(stderr) or _last_line(stdout)
+        raise ProtocolError(f"--kit_list {_exit_text(returncode)}" + (f": {detail}" if detail else ""))
+    return parse_listing(stdout, lab, variant, steps)
+
+
+def parse_listing(text: str, lab: str, variant: str, steps: Collection[str]) -> list[TestSpec]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ProtocolError(f"--kit_list did not print JSON ({err})") from err
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+        raise ProtocolError("--kit_list printed JSON without a 'tests' list")
+    if data.get("lab") != lab:
+        raise ProtocolError(f"it reports lab {data.get('lab')!r}, expected {lab!r}")
+    if data.get("variant") != variant:
+        raise ProtocolError(f"it reports variant {data.get('variant')!r}, expected {variant!r}")
+    specs = [_parse_spec(item, f"tests[{i}]", steps) for i, item in enumerate(data["tests"])]
+    if not specs:
+        raise ProtocolError("it lists no tests")
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.id in seen:
+            raise ProtocolError(f"test {spec.id!r} is listed twice")
+        seen.add(spec.id)
+    return specs
+
+
+def _parse_spec(item: Any, where: str, steps: Collection[str]) -> TestSpec:
+    if not isinstance(item, dict):
+        raise ProtocolError(f"{where}: expected an object")
+    for key in ("id", "step", "kind", "title"):
+        if not isinstance(item.get(key), str) or not item[key]:
+            raise ProtocolError(f"{where}.{key}: expected a non-empty string")
+    points = item.get("points")
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+        raise ProtocolError(f"{where}.points: expected a number >= 0")
+    if not _TEST_ID.match(item["id"]):
+        raise ProtocolError(f"{where}.id: {item['id']!r} is not a plain GoogleTest name")
+    if item["kind"] not in KINDS:
+        raise ProtocolError(f"{where}.kind: {item['kind']!r} is not one of {', '.join(KINDS)}")
+    if item["step"] not in steps:
+        raise ProtocolError(
+            f"{where}.step: {item['step']!r} is not a step of this lab in grader/labs.json"
+        )
+    return TestSpec(item["id"], item["step"], item["kind"], points, item["title"])
+
+
+def query_device(binary: Path) -> dict[str, Any]:
+    """Runs ``BIN --kit_device``; a failure becomes ``{"available": false, "reason": ...}``."""
+    try:
+        returncode, stdout, _ = _probe(binary, "--kit_device")
+    except ProtocolError as err:
+        return {"available": False, "reason": f"could not query the device: {err}"}
+    if returncode != 0:
+        return {"available": False,
+                "reason": f"could not query the device: --kit_device {_exit_text(returncode)}"}
+    try:
+        data = json.loads(stdout)
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("available"), bool):
+        return {"available": False, "reason": "could not query the device: unexpected output"}
+    return data
+
+
+def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome:
+    """Runs one test in its own process group and judges it from exit status + JSON report."""
+    env = dict(os.environ, KIT_SEED=str(seed))
+    with tempfile.TemporaryDirectory(prefix="kit-test-") as tmp:
+        report = Path(tmp) / "report.json"
+        log = Path(tmp) / "output.log"
+        argv = [str(binary), f"--gtest_filter={test_id}", f"--gtest_output=json:{report}"]
+        start = time.monotonic()
+        with log.open("wb") as out:
+            try:
+                returncode = _run(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout_s=timeout_s)
+            except OSError as err:
+                return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
+        duration = time.monotonic() - start
+        report_text = report.read_text(encoding="utf-8", errors="replace") if report.exists() else None
+        outcome = judge(test_id, returncode, report_text, _tail(log), timeout_s)
+    outcome.duration_s = duration
+    return outcome
+
+
+def judge(test_id: str, returncode: int | None, report: str | None, output_tail: str,
+          timeout_s: float) -> Outcome:
+    """The verdict for one test process (returncode None means it was killed on timeout)."""
+    if returncode is None:
+        return Outcome(Status.TIMED_OUT, f"timed out after {timeout_s:g} s", output_tail)
+    if returncode < 0:
+        return Outcome(Status.CRASHED, f"crashed: {_signal_name(-returncode)}", output_tail)
+    entry = _find_entry(report, test_id) if report is not None else None
+    if returncode not in (0, 1) or entry is None:
+        if entry is None and report is None:
+            why = "before reporting a result"
+        elif entry is None:
+            why = "without a readable result for this test"
+        else:
+            why = "after reporting a result"
+        return Outcome(Status.CRASHED, f"crashed: exited with code {returncode} {why}", output_tail)
+
+    measurements = {k: str(v) for k, v in entry.items() if k not in GTEST_KEYS}
+    failures = _failure_messages(entry.get("failures"))
+    result = entry.get("result")
+    if failures:
+        return Outcome(Status.FAILED, "", _cap("\n\n".join(failures)), measurements)
+    if result == "SKIPPED":
+        return Outcome(Status.NOT_RUN, measurements.get("not_run") or "skipped", "", measurements)
+    if returncode == 1:
+        return Outcome(Status.FAILED, "exited with code 1 although GoogleTest recorded no failure",
+                       output_tail, measurements)
+    if result != "COMPLETED":
+        return Outcome(Status.NOT_RUN, f"GoogleTest reported result {result!r}", "", measurements)
+    return Outcome(Status.PASSED, "", "", measurements)
+
+
+def kill_running() -> None:
+    """Kills every test process group still running (used when the run is interrupted)."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        _kill_group(proc)
+
+
+def _find_entry(report: str, test_id: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(report)
+        for suite in data["testsuites"]:
+            for entry in suite["testsuite"]:
+                if f"{entry['classname']}.{entry['name']}" == test_id:
+                    return entry
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+    return None
+
+
+def _failure_messages(failures: Any) -> list[str]:
+    """GoogleTest writes a list of {"failure": text}; anything else present counts as failing."""
+    if not failures:
+        return []
+    if not isinstance(failures, list):
+        return [str(failures)]
+    return [str(f.get("failure", f)) if isinstance(f, dict) else str(f) for f in failures]
+
+
+def _probe(binary: Path, flag: str) -> tuple[int | None, str, str]:
+    """Runs a metadata query and returns (exit status or None on timeout, stdout, stderr)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            returncode = _run([str(binary), flag], env=dict(os.environ), stdout=out, stderr=err,
+                              timeout_s=PROBE_TIMEOUT_S)
+        except OSError as error:
+            raise ProtocolError(f"cannot run it: {error.strerror}") from error
+        out.seek(0)
+        err.seek(0)
+        return (returncode, out.read().decode("utf-8", "replace"),
+                err.read().decode("utf-8", "replace"))
+
+
+def _run(argv: list[str], *, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes] | int,
+         timeout_s: float) -> int | None:
+    """Runs argv in a new session; returns its exit status, or None if it hit the timeout.
+
+    Output goes to files rather than pipes so a test that leaves children holding the
+    pipe open, or prints gigabytes, cannot block the runner. The whole process group is
+    killed afterwards in every case, which also removes anything the test left running.
+    """
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            env=env, start_new_session=True)
+    with _live_lock:
+        _live.add(proc)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        _kill_group(proc)
+        proc.wait()
+        with _live_lock:
+            _live.discard(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def _tail(path: Path) -> str:
+    """The last OUTPUT_TAIL_LINES lines of a test's combined output, read from the end."""
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 64 * 1024))
+        text = f.read().decode("utf-8", "replace")
+    return _cap("\n".join(text.rstrip("\n").splitlines()[-OUTPUT_TAIL_LINES:]), keep_end=True)
+
+
+def _cap(text: str, keep_end: bool = False) -> str:
+    if len(text) <= OUTPUT_MAX_CHARS:
+        return text
+    if keep_end:
+        return "[... earlier output cut]\n" + text[-OUTPUT_MAX_CHARS:]
+    return text[:OUTPUT_MAX_CHARS] + "\n[... cut]"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {_signal_name(-returncode)}"
+    return f"exited with code {returncode}"
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""A stand-in for a lab's GoogleTest binary, speaking the kit protocol, for the runner's tests.
+
+Its name says what it is, like the real ones: grade_01_alpha is the student build of lab
+01_alpha (reference_01_alpha the reference). The name comes from $FAKE_PROGRAM when set
+(the tests start it through a wrapper script), else from argv[0].
+
+    --kit_list                 the tests below, as JSON
+    --kit_device               a fake H100 when FAKE_GPU=1, else {"available": false}
+    --gtest_filter=ID --gtest_output=json:PATH   run one test, write GoogleTest-style JSON
+
+Environment:
+    FAKE_TESTS            comma-separated keys of TESTS to offer (default: all)
+    FAKE_TESTS_<LAB>      the same for one lab only, e.g. FAKE_TESTS_01_ALPHA
+    FAKE_GPU=1            pretend a GPU is present
+    FAKE_LIST             "fail" (exit 2), "garbage" (not JSON) or "wrong_variant"
+    FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
+    FAKE_PERF_RATIO       ratio the perf test measures (default 0.91; threshold 0.60)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+# key: (suite.name, step suffix, kind, points, title)
+TESTS = {
+    "pass": ("Host.Passes", "1", "host", 2, "host check passes"),
+    "hidden": ("Host.Hidden", "1", "host", 1, "[hidden] edge cases pass"),
+    "fail": ("Host.Fails", "1", "host", 3, "host check fails with a message"),
+    "gpu": ("Gpu.Works", "2", "gpu", 2, "kernel writes every element"),
+    "param": ("Sizes/SaxpyTest.WritesEveryElement/n_1000", "2", "gpu", 1, "parameterized kernel test"),
+    "abort": ("Crash.Aborts", "3", "host", 1, "calls abort()"),
+    "segv": ("Crash.Segfaults", "3", "host", 1, "dereferences a bad pointer"),
+    "hang": ("Hang.Sleeps", "3", "host", 1, "never returns"),
+    "exit0": ("Exit.Early", "3", "host", 1, "calls exit(0) in the middle of the test"),
+    "exit3": ("Exit.Three", "3", "host", 1, "calls exit(3) in the middle of the test"),
+    "liar": ("Liar.ClaimsToPass", "3", "host", 1, "prints a fake PASSED banner, fails, exits 0"),
+    "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
+}
+
+FAILURE = "fake_test.cu:42\nExpected equality of these values:\n  grid_size_1d(1000, 256)\n    Which is: 3\n  4"
+
+
+def program() -> tuple[str, str]:
+    """(lab id, variant) from the program name."""
+    name = os.environ.get("FAKE_PROGRAM") or os.path.basename(sys.argv[0])
+    prefix, _, lab = name.partition("_")
+    return lab, {"grade": "student", "reference": "reference"}[prefix]
+
+
+def offered(lab: str) -> dict[str, tuple]:
+    keys = os.environ.get(f"FAKE_TESTS_{lab.upper()}", os.environ.get("FAKE_TESTS", ""))
+    chosen = [k for k in keys.split(",") if k] or list(TESTS)
+    return {k: TESTS[k] for k in chosen}
+
+
+def kit_list(lab: str, variant: str) -> int:
+    mode = os.environ.get("FAKE_LIST", "")
+    if mode == "fail":
+        print("error: listing broke", file=sys.stderr)
+        return 2
+    if mode == "garbage":
+        print("this is not json")
+        return 0
+    name = lab.split("_", 1)[1]
+    tests = [{"id": t[0], "step": f"{name}.{t[1]}", "kind": t[2], "points": t[3], "title": t[4]}
+             for t in offered(lab).values()]
+    if mode == "wrong_variant":
+        variant = "reference" if variant == "student" else "student"
+    print(json.dumps({"lab": lab, "variant": variant, "tests": tests}))
+    return 0
+
+
+def kit_device() -> int:
+    if os.environ.get("FAKE_GPU") == "1":
+        print(json.dumps({"available": True, "name": "Fake H100", "cc": "9.0", "sms": 132,
+                          "l2_bytes": 52428800, "sm_clock_mhz": 1980, "mem_clock_mhz": 2619,
+                          "copy_engines": 3, "current_sm_clock_mhz": 1755}))
+    else:
+        print(json.dumps({"available": False, "reason": "no CUDA device"}))
+    return 0
+
+
+def gtest_json(test_id: str, result: str, failures: list[str], props: dict[str, str]) -> dict:
+    suite, name = test_id.split(".", 1)
+    entry = {"name": name, "file": "fake_test.cu", "line": 1, "status": "RUN", "result": result,
+             "timestamp": "2024-01-01T00:00:00Z", "time": "0.001s", "classname": suite, **props}
+    if failures:
+        entry["failures"] = [{"failure": f, "type": ""} for f in failures]
+    return {"tests": 1, "failures": int(bool(failures)), "name": "AllTests",
+            "testsuites": [{"name": suite, "tests": 1, "testsuite": [entry]}]}
+
+
+def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
+    """Does what test `key` does; returns (gtest result, failures, properties) if it returns."""
+    gpu = os.environ.get("FAKE_GPU") == "1"
+    props = {"seed": os.environ.get("KIT_SEED", "")}
+    if key in ("pass", "hidden"):
+        return "COMPLETED", [], props
+    if key == "fail":
+        return "COMPLETED", [FAILURE], props
+    if key in ("gpu", "param", "perf") and not gpu:
+        return "SKIPPED", [], {**props, "not_run": "no CUDA device"}
+    if key in ("gpu", "param"):
+        return "COMPLETED", [], {**props, "gpu": "Fake H100"}
+    if key == "perf":
+        ratio = float(os.environ.get("FAKE_PERF_RATIO", "0.91"))
+        props.update(ratio=f"{ratio:.2f}", threshold="0.60", student_gbps="2710",
+                     ceiling_gbps="2980", gpu="Fake H100")
+        return "COMPLETED", [] if ratio >= 0.6 else [f"perf.cu:9\nratio {ratio:.2f} below 0.60"], props
+    if key == "abort":
+        print("about to abort", flush=True)
+        os.abort()
+    if key == "segv":
+        print("about to segfault", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if key == "hang":
+        time.sleep(1000)
+    if key == "exit0":
+        print("leaving early", flush=True)
+        os._exit(0)
+    if key == "exit3":
+        os._exit(3)
+    if key == "liar":
+        print("[  PASSED  ] 1 test.")
+        print(json.dumps(gtest_json(test_id, "COMPLETED", [], props)))
+        return "COMPLETED", ["liar.cu:7\nvalue is wrong"], props
+    raise AssertionError(key)
+
+
+def run_filtered(lab: str, test_filter: str, output: str) -> int:
+    log = os.environ.get("FAKE_LOG")
+    matches = [k for k, t in offered(lab).items() if t[0] == test_filter]
+    if not matches:
+        report, code = {"tests": 0, "testsuites": []}, 0
+    else:
+        if log:
+            with open(log, "a") as f:
+                f.write(f"start {test_filter} {time.monotonic()}\n")
+        result, failures, props = run(matches[0], test_filter)
+        report = gtest_json(test_filter, result, failures, props)
+        code = 0 if matches[0] == "liar" else int(bool(failures))  # the liar even exits 0
+        if log:
+            with open(log, "a") as f:
+                f.write(f"end {test_filter} {time.monotonic()}\n")
+    with open(output, "w") as f:
+        json.dump(report, f)
+    return code
+
+
+def main(argv: list[str]) -> int:
+    lab, variant = program()
+    if argv == ["--kit_list"]:
+        return kit_list(lab, variant)
+    if argv == ["--kit_device"]:
+        return kit_device()
+    flags = dict(arg.split("=", 1) for arg in argv if "=" in arg)
+    if set(flags) != {"--gtest_filter", "--gtest_output"} or len(argv) != 2:
+        print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
+        return 2
+    return run_filtered(lab, flags["--gtest_filter"], flags["--gtest_output"].removeprefix("json:"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
