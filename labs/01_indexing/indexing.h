@@ -13,7 +13,9 @@
 
 #include <cstddef>
 
-#include "index_math.cuh"
+// Angle brackets on purpose: the search must follow the include path, where the reference build
+// puts solutions/01_indexing/ first; quotes would always find the stub next to this file.
+#include <index_math.cuh>
 #include "kit/launch.h"
 
 namespace lab01 {

@@ -1,0 +1,62 @@
+"""Shared fixtures: fake lab binaries, throwaway manifests and repos, a clean environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+from kitgrade.manifest import Lab, parse_manifest
+
+FAKE_BINARY = Path(__file__).resolve().parent / "fake_binary.py"
+
+
+def lab_entry(lab_id: str, timeout_s: float = 2.0) -> dict:
+    """A manifest entry matching the steps fake_binary.py uses (<name>.1/.2/.3/.perf)."""
+    name = lab_id.split("_", 1)[1]
+    return {
+        "id": lab_id, "title": f"Lab {name}", "timeout_s": timeout_s, "student_files": ["a.cu"],
+        "steps": [{"id": f"{name}.{s}", "title": f"step {s} of {name}",
+                   "hints": [f"{name} {s} nudge", f"{name} {s} more", f"{name} {s} almost"]}
+                  for s in ("1", "2", "3", "perf")],
+    }
+
+
+def make_lab(lab_id: str, timeout_s: float = 2.0) -> Lab:
+    return parse_manifest({"labs": [lab_entry(lab_id, timeout_s)]}).labs[0]
+
+
+def make_fake_binary(bin_dir: Path, lab_id: str, variant: str = "student") -> Path:
+    """A wrapper named like a real grader binary that execs fake_binary.py (same pid)."""
+    name = f"{'grade' if variant == 'student' else 'reference'}_{lab_id}"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!/bin/sh\nFAKE_PROGRAM={name} exec {shlex.quote(sys.executable)} "
+                    f"{shlex.quote(str(FAKE_BINARY))} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def make_repo(root: Path, lab_ids: list[str], built: list[str] | None = None,
+              variant: str = "student") -> Path:
+    """A repo with grader/labs.json for lab_ids and fake binaries in build/bin for `built`."""
+    (root / "grader").mkdir(parents=True)
+    (root / "grader" / "labs.json").write_text(
+        json.dumps({"labs": [lab_entry(lab) for lab in lab_ids]}))
+    for lab in lab_ids if built is None else built:
+        make_fake_binary(root / "build" / "bin", lab, variant)
+    return root
+
+
+@contextmanager
+def fake_env(**values: str) -> Iterator[None]:
+    """os.environ without any FAKE_*/KIT_*/NO_COLOR leftovers, plus `values`."""
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("FAKE_", "KIT_")) and k != "NO_COLOR"}
+    with mock.patch.dict(os.environ, {**clean, **values}, clear=True):
+        yield
