@@ -5,16 +5,17 @@
 namespace kit {
 namespace {
 
-// Splits coordinate c over `grid` blocks of `block` threads, wrapping as a grid-stride loop does.
-void split(std::size_t c, unsigned grid, unsigned block, unsigned& block_idx, unsigned& thread_idx) {
-  if (grid == 0 || block == 0) {
+// Splits coordinate c over `grid` blocks of `block` threads that each handle `items` elements
+// strided by `block`, wrapping as a grid-stride loop does.
+void split(std::size_t c, unsigned grid, unsigned block, unsigned items, unsigned& block_idx,
+           unsigned& thread_idx) {
+  if (grid == 0 || block == 0 || items == 0) {
     block_idx = thread_idx = 0;
     return;
   }
-  const std::size_t covered = static_cast<std::size_t>(grid) * block;
-  const std::size_t global = c % covered;
-  block_idx = static_cast<unsigned>(global / block);
-  thread_idx = static_cast<unsigned>(global % block);
+  const std::size_t tile = static_cast<std::size_t>(block) * items;
+  block_idx = static_cast<unsigned>((c / tile) % grid);
+  thread_idx = static_cast<unsigned>((c % tile) % block);
 }
 
 std::string triple(const dim3& d) {
@@ -30,9 +31,9 @@ Owner expected_owner(const Shape& shape, const Launch& launch, std::size_t index
   const std::size_t y = (index / shape.x) % shape.y;
   const std::size_t z = index / (shape.x * shape.y);
   Owner owner;
-  split(x, launch.grid.x, launch.block.x, owner.block.x, owner.thread.x);
-  split(y, launch.grid.y, launch.block.y, owner.block.y, owner.thread.y);
-  split(z, launch.grid.z, launch.block.z, owner.block.z, owner.thread.z);
+  split(x, launch.grid.x, launch.block.x, launch.items_per_thread, owner.block.x, owner.thread.x);
+  split(y, launch.grid.y, launch.block.y, 1, owner.block.y, owner.thread.y);
+  split(z, launch.grid.z, launch.block.z, 1, owner.block.z, owner.thread.z);
   return owner;
 }
 
@@ -54,7 +55,10 @@ std::string describe_owner(const Owner& owner) {
 }
 
 std::string describe_launch(const Launch& launch) {
-  return "grid " + triple(launch.grid) + " x block " + triple(launch.block);
+  std::string text = "grid " + triple(launch.grid) + " x block " + triple(launch.block);
+  if (launch.items_per_thread != 1)
+    text += ", " + std::to_string(launch.items_per_thread) + " elements per thread";
+  return text;
 }
 
 }  // namespace kit

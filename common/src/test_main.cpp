@@ -97,6 +97,7 @@ int list_tests() {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  kit::set_build_variant(KIT_VARIANT);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kit_list") == 0) return list_tests();
     if (std::strcmp(argv[i], "--kit_device") == 0) {

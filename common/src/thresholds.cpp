@@ -24,7 +24,18 @@ double parse_ratio(const std::string& word, const std::string& where) {
   return value;
 }
 
+std::string& variant_storage() {
+  static std::string variant = "student";
+  return variant;
+}
+
 }  // namespace
+
+void set_build_variant(const std::string& variant) { variant_storage() = variant; }
+
+const std::string& build_variant() { return variant_storage(); }
+
+double threshold(const std::string& key) { return threshold_for(key, build_variant()); }
 
 std::map<std::string, ThresholdPair> parse_thresholds(std::istream& in, const std::string& source) {
   std::map<std::string, ThresholdPair> table;

@@ -19,6 +19,14 @@ TEST(ExpectedOwner, WrapsLikeAGridStrideLoopWhenTheGridIsSmall) {
   EXPECT_EQ(owner.thread.x, 1u);
 }
 
+TEST(ExpectedOwner, FollowsTilesWhenThreadsHandleSeveralElements) {
+  kit::Launch launch{dim3(10), dim3(256)};
+  launch.items_per_thread = 4;  // block b owns [1024 b, 1024 b + 1024), thread t: t, t + 256, ...
+  const auto owner = kit::expected_owner(kit::Shape::d1(10000), launch, 1024 * 3 + 512 + 7);
+  EXPECT_EQ(owner.block.x, 3u);
+  EXPECT_EQ(owner.thread.x, 7u);
+}
+
 TEST(ExpectedOwner, MapsColumnsToXAndRowsToYIn2d) {
   const kit::Launch launch{dim3(4, 3), dim3(32, 8)};
   const kit::Shape shape = kit::Shape::d2(20, 100);  // 20 rows, 100 cols

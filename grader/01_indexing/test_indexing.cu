@@ -72,11 +72,10 @@ std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
   return "n_" + std::to_string(info.param);
 }
 
-class Saxpy : public kit::GpuTestWithParam<unsigned> {};
-
-KIT_TEST_P(Saxpy, ComputesEveryElementAndNothingElse, "indexing.1", gpu, 1,
-           "saxpy writes a*x+y to every element, none outside the output") {
-  const unsigned n = GetParam();
+// Runs one saxpy launcher on fresh inputs of size n and checks every element, the guards and the
+// inputs. `saxpy_fn` is lab01::saxpy or lab01::saxpy_fast.
+template <class SaxpyFn>
+void check_saxpy(SaxpyFn saxpy_fn, unsigned n) {
   auto rng = kit::test_random();
   const float a = rng.uniform(-2, 2);
   const auto x = rng.floats(n, -1, 1), y = rng.floats(n, -1, 1);
@@ -85,11 +84,18 @@ KIT_TEST_P(Saxpy, ComputesEveryElementAndNothingElse, "indexing.1", gpu, 1,
 
   kit::DeviceBuffer<float> d_x(x), d_y(y);
   kit::GuardedBuffer<float> d_out(n);
-  const kit::Launch launch = lab01::saxpy(n, a, d_x.data(), d_y.data(), d_out.data());
+  const kit::Launch launch = saxpy_fn(n, a, d_x.data(), d_y.data(), d_out.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kSumTolerance, kit::Shape::d1(n), launch));
   EXPECT_TRUE(kit::input_unchanged("x", d_x, x));
   EXPECT_TRUE(kit::input_unchanged("y", d_y, y));
+}
+
+class Saxpy : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(Saxpy, ComputesEveryElementAndNothingElse, "indexing.1", gpu, 1,
+           "saxpy writes a*x+y to every element, none outside the output") {
+  check_saxpy(lab01::saxpy, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Saxpy, ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7),
@@ -307,10 +313,22 @@ INSTANTIATE_TEST_SUITE_P(Blocks, WarpLayout, ::testing::ValuesIn(kBlockShapes),
 
 // ---- Performance -------------------------------------------------------------------------------
 
+class SaxpyFast : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(SaxpyFast, ComputesTheSameAsSaxpy, "indexing.perf", gpu, 1,
+           "saxpy_fast writes a*x+y to every element, none outside the output") {
+  check_saxpy(lab01::saxpy_fast, GetParam());
+}
+
+// Sizes that leave partial tiles for kernels that give a thread several elements.
+INSTANTIATE_TEST_SUITE_P(Sizes, SaxpyFast,
+                         ::testing::Values(1u, 33u, 1000u, 4097u, (1u << 20) + 7, 3u * (1u << 20) + 5),
+                         size_name);
+
 using IndexingPerf = kit::PerfTest;
 
-KIT_TEST(IndexingPerf, SaxpyRunsNearCopyBandwidth, "indexing.perf", perf, 10,
-         "saxpy moves its bytes at a large fraction of the device copy bandwidth, same run") {
+KIT_TEST(IndexingPerf, SaxpyFastRunsNearCopyBandwidth, "indexing.perf", perf, 10,
+         "saxpy_fast moves its bytes at a large fraction of the device copy bandwidth, same run") {
   // 3 x 256 MiB: far larger than any L2, so every run streams from device memory.
   const unsigned n = 1u << 26;
   auto rng = kit::test_random();
@@ -326,7 +344,7 @@ KIT_TEST(IndexingPerf, SaxpyRunsNearCopyBandwidth, "indexing.perf", perf, 10,
     std::vector<float> expected(n);
     for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * x[i] + y[i]);
     d_out.poison();
-    const kit::Launch launch = lab01::saxpy(n, a, d_x.data(), d_y.data(), d_out.data());
+    const kit::Launch launch = lab01::saxpy_fast(n, a, d_x.data(), d_y.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", expected, d_out,
                                     kSumTolerance, kit::Shape::d1(n), launch));
@@ -334,8 +352,8 @@ KIT_TEST(IndexingPerf, SaxpyRunsNearCopyBandwidth, "indexing.perf", perf, 10,
   check("before timing");
   if (HasFailure()) return;
 
-  const kit::Timed student{"saxpy", 3.0 * sizeof(float) * n, [&](cudaStream_t stream) {
-                             lab01::saxpy(n, a, d_x.data(), d_y.data(), d_out.data(), stream);
+  const kit::Timed student{"saxpy_fast", 3.0 * sizeof(float) * n, [&](cudaStream_t stream) {
+                             lab01::saxpy_fast(n, a, d_x.data(), d_y.data(), d_out.data(), stream);
                            }};
   expect_ratio_at_least(student, kit::device_copy_ceiling(d_x.data(), d_copy.data(), n * 4ull),
                         "indexing.saxpy_vs_device_copy", "GB/s", 1e-9);

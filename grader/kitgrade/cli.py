@@ -12,6 +12,7 @@ Exit codes of `kit.py grade` (the other commands use 0 and 2 only):
      report directory parent); one line on stderr, no report written
   3  the build failed, or a lab binary is missing or could not list its tests
   4  --require-gpu was given and some GPU test was not run for lack of a device
+  130  interrupted (Ctrl-C); the tests still running are killed, no report is written
 
 When several apply, the highest-priority one wins, in the order 2, 3, 4, 1.
 """
@@ -19,6 +20,7 @@ When several apply, the highest-priority one wins, in the order 2, 3, 4, 1.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import secrets
 import sys
@@ -29,7 +31,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import reports, runner
+from . import reports, runner, selftest
 from .build import BuildError, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
@@ -269,12 +271,13 @@ def _find_lab(manifest: Manifest, name: str) -> Lab:
 
 # ---------------------------------------------------------------- entry point
 
-# Extension point: a subcommand is one register_<name>(subparsers) function that adds its
-# parser and sets `handler=<function(args, ctx) -> int>`, plus one line in this tuple.
+# A subcommand is one register_<name>(subparsers) function that adds its parser and sets
+# `handler=<function(args: argparse.Namespace, ctx: Context) -> int>`, plus one line below.
 SUBCOMMANDS: tuple[Registrar, ...] = (
     register_list,
     register_hint,
     register_grade,
+    selftest.register,
 )
 
 
@@ -291,6 +294,9 @@ def build_parser() -> _Parser:
 def main(argv: Sequence[str] | None = None, *, root: Path | None = None,
          stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Runs one command; returns the exit code instead of exiting (handy for tests)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")  # "·" and "—" must not crash an ASCII console
     ctx = Context(root or Path(__file__).resolve().parents[2], stdout or sys.stdout,
                   stderr or sys.stderr)
     parser = build_parser()

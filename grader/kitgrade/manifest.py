@@ -155,10 +155,10 @@ class _Fields:
             raise ManifestError(f"{where}: expected an object")
         unknown = sorted(set(data) - required - optional)
         if unknown:
-            raise ManifestError(f"{where}.{unknown[0]}: unknown field")
+            raise ManifestError(f"{_field(where, unknown[0])}: unknown field")
         missing = sorted(required - set(data))
         if missing:
-            raise ManifestError(f"{where}.{missing[0]}: missing")
+            raise ManifestError(f"{_field(where, missing[0])}: missing")
         self._data = data
         self._where = where
 
@@ -168,8 +168,14 @@ class _Fields:
         value = self._data[key]
         if isinstance(value, bool) or not isinstance(value, kind):
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise ManifestError(f"{self._where}.{key}: expected {names}, got {type(value).__name__}")
+            raise ManifestError(
+                f"{_field(self._where, key)}: expected {names}, got {type(value).__name__}")
         return value
+
+
+def _field(where: str, key: str) -> str:
+    """ "labs.json" + "labs" -> "labs.json: labs"; "labs.json: labs[0]" + "id" -> "...labs[0].id"."""
+    return f"{where}.{key}" if ":" in where else f"{where}: {key}"
 
 
 def _non_empty(text: str, where: str) -> str:

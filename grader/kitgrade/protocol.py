@@ -12,6 +12,7 @@ student's control (a kernel can print "[  PASSED  ]") and is only shown, never p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -132,8 +133,9 @@ def query_device(binary: Path) -> dict[str, Any]:
     except ProtocolError as err:
         return {"available": False, "reason": f"could not query the device: {err}"}
     if returncode != 0:
-        return {"available": False,
-                "reason": f"could not query the device: --kit_device {_exit_text(returncode)}"}
+        why = (f"did not finish within {PROBE_TIMEOUT_S:g} s" if returncode is None
+               else _exit_text(returncode))
+        return {"available": False, "reason": f"could not query the device: --kit_device {why}"}
     try:
         data = json.loads(stdout)
     except json.JSONDecodeError:
@@ -146,7 +148,7 @@ def query_device(binary: Path) -> dict[str, Any]:
 def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome:
     """Runs one test in its own process group and judges it from exit status + JSON report."""
     env = dict(os.environ, KIT_SEED=str(seed))
-    with tempfile.TemporaryDirectory(prefix="kit-test-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         report = Path(tmp) / "report.json"
         log = Path(tmp) / "output.log"
         argv = [str(binary), f"--gtest_filter={test_id}", f"--gtest_output=json:{report}"]
@@ -158,8 +160,7 @@ def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome
             except OSError as err:
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
         duration = time.monotonic() - start
-        report_text = report.read_text(encoding="utf-8", errors="replace") if report.exists() else None
-        outcome = judge(test_id, returncode, report_text, _tail(log), timeout_s)
+        outcome = judge(test_id, returncode, _read_report(report), _tail(log), timeout_s)
     outcome.duration_s = duration
     return outcome
 
@@ -186,11 +187,11 @@ def judge(test_id: str, returncode: int | None, report: str | None, output_tail:
     result = entry.get("result")
     if failures:
         return Outcome(Status.FAILED, "", _cap("\n\n".join(failures)), measurements)
-    if result == "SKIPPED":
-        return Outcome(Status.NOT_RUN, measurements.get("not_run") or "skipped", "", measurements)
-    if returncode == 1:
+    if returncode == 1:  # e.g. a failure outside the test body, in a suite-level fixture
         return Outcome(Status.FAILED, "exited with code 1 although GoogleTest recorded no failure",
                        output_tail, measurements)
+    if result == "SKIPPED":
+        return Outcome(Status.NOT_RUN, measurements.get("not_run") or "skipped", "", measurements)
     if result != "COMPLETED":
         return Outcome(Status.NOT_RUN, f"GoogleTest reported result {result!r}", "", measurements)
     return Outcome(Status.PASSED, "", "", measurements)
@@ -204,12 +205,20 @@ def kill_running() -> None:
         _kill_group(proc)
 
 
+def _read_report(path: Path) -> str | None:
+    """The report's text, or None if the test never wrote one (or made it unreadable)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def _find_entry(report: str, test_id: str) -> dict[str, Any] | None:
     try:
         data = json.loads(report)
         for suite in data["testsuites"]:
             for entry in suite["testsuite"]:
-                if f"{entry['classname']}.{entry['name']}" == test_id:
+                if isinstance(entry, dict) and f"{entry['classname']}.{entry['name']}" == test_id:
                     return entry
     except (json.JSONDecodeError, KeyError, TypeError):
         return None
@@ -263,10 +272,8 @@ def _run(argv: list[str], *, env: dict[str, str], stdout: IO[bytes], stderr: IO[
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
 
 
 def _tail(path: Path) -> str:

@@ -36,14 +36,19 @@ def describe(test: TestResult) -> str:
 
 
 def measurement_text(test: TestResult) -> str:
-    """Perf numbers worth a glance, e.g. "ratio 0.91 (threshold 0.60), 2710 of 2980 GB/s"."""
+    """Perf numbers worth a glance: "ratio 0.91 (threshold 0.60), 2710 GB/s vs ceiling 2980 GB/s".
+
+    Rates come as student_rate/ceiling_rate with their unit ("4275.5 GB/s"), or as bare
+    student_gbps/ceiling_gbps numbers.
+    """
     m = test.measurements
     parts = []
     if "ratio" in m:
         parts.append(f"ratio {m['ratio']}" + (f" (threshold {m['threshold']})" if "threshold" in m else ""))
-    if "student_gbps" in m:
-        parts.append(f"{m['student_gbps']}" + (f" of {m['ceiling_gbps']}" if "ceiling_gbps" in m else "")
-                     + " GB/s")
+    rates = [m.get(f"{who}_rate") or (f"{m[f'{who}_gbps']} GB/s" if f"{who}_gbps" in m else None)
+             for who in ("student", "ceiling")]
+    if rates[0]:
+        parts.append(rates[0] + (f" vs ceiling {rates[1]}" if rates[1] else ""))
     return ", ".join(parts)
 
 
@@ -61,7 +66,7 @@ def lab_score_line(lab: LabResult) -> str:
 def total_line(run: RunResult) -> str:
     line = f"Total: {fraction(run.score, run.max_score)} over {len(run.labs)} lab(s)"
     if run.errors:
-        line += f" - INCOMPLETE, not graded: {', '.join(lab.lab for lab in run.errors)}"
+        line += f" — INCOMPLETE, not graded: {', '.join(lab.lab for lab in run.errors)}"
     return line
 
 
@@ -73,7 +78,7 @@ def device_text(run: RunResult) -> str:
 
 
 def seed_text(seed: int) -> str:
-    return f"seed {seed} - reproduce with --seed {seed}"
+    return f"seed {seed} — reproduce with --seed {seed}"
 
 
 def run_header(run: RunResult) -> str:
@@ -129,18 +134,32 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
         details = [t for t in lab.tests if needs_details(t)]
         if details:
             lines.append("  Details:")
-            for t in details:
-                text = detail_text(t).splitlines()
-                lines.append(f"    {t.id}: {paint(text[0], _COLOURS[t.status])}")
-                lines.extend(f"        {line}" for line in text[1:])
+        # Plain "not run" lines are grouped by reason: without a GPU there can be dozens.
+        not_run: dict[str, list[TestResult]] = {}
+        for t in details:
+            if t.status is Status.NOT_RUN and not t.output and not measurement_text(t):
+                not_run.setdefault(t.reason, []).append(t)
+                continue
+            text = detail_text(t).splitlines()
+            lines.append(f"    {t.id}: {paint(text[0], _COLOURS[t.status])}")
+            lines.extend(f"        {line}" for line in text[1:])
+        for tests in not_run.values():
+            who = tests[0].id if len(tests) == 1 else f"{len(tests)} tests"
+            lines.append(f"    {who}: {paint(describe(tests[0]), _COLOURS[Status.NOT_RUN])}")
         lines.append("")
     lines.append(paint(total_line(run), "1"))
     return "\n".join(lines) + "\n"
 
 
 def _truncate(text: str, width: int) -> str:
+    """Shortens to width, keeping a trailing "[param]" that tells parameterized tests apart."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    body, bracket, param = text.rpartition(" [")
+    if bracket and param.endswith("]") and len(param) + 2 <= width // 2:
+        return body[: width - len(param) - 3] + "…" + bracket + param
+    return text[: width - 1] + "…"
 
 
 # ---------------------------------------------------------------- JUnit XML

@@ -59,12 +59,8 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
-    try:
-        for target in targets:
-            result.labs.append(grade_lab(target, options, on_result or (lambda _: None)))
-    except BaseException:
-        protocol.kill_running()  # e.g. Ctrl-C: tests run in their own sessions and would linger
-        raise
+    for target in targets:
+        result.labs.append(grade_lab(target, options, on_result or (lambda _: None)))
     return result
 
 
@@ -95,8 +91,15 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
             pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout): s
             for s in correctness
         }
-        for future in as_completed(futures):
-            finish(futures[future], future.result())
+        try:
+            for future in as_completed(futures):
+                finish(futures[future], future.result())
+        except BaseException:
+            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
+            # and leaving this block waits for the workers.
+            pool.shutdown(wait=False, cancel_futures=True)
+            protocol.kill_running()
+            raise
 
     gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
     for spec in (s for s in specs if s.kind == "perf"):

@@ -42,7 +42,8 @@ TESTS = {
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
 }
 
-FAILURE = "fake_test.cu:42\nExpected equality of these values:\n  grid_size_1d(1000, 256)\n    Which is: 3\n  4"
+FAILURE = ("fake_test.cu:42\nExpected equality of these values:\n"
+           "  grid_size_1d(1000, 256)\n    Which is: 3\n  4")
 
 
 def program() -> tuple[str, str]:
@@ -109,8 +110,8 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         return "COMPLETED", [], {**props, "gpu": "Fake H100"}
     if key == "perf":
         ratio = float(os.environ.get("FAKE_PERF_RATIO", "0.91"))
-        props.update(ratio=f"{ratio:.2f}", threshold="0.60", student_gbps="2710",
-                     ceiling_gbps="2980", gpu="Fake H100")
+        props.update(ratio=f"{ratio:.2f}", threshold="0.60", spread="0.015", samples="21",
+                     student_rate="2710.0 GB/s", ceiling_rate="2980.0 GB/s", gpu="Fake H100")
         return "COMPLETED", [] if ratio >= 0.6 else [f"perf.cu:9\nratio {ratio:.2f} below 0.60"], props
     if key == "abort":
         print("about to abort", flush=True)

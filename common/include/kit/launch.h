@@ -16,6 +16,10 @@ namespace kit {
 struct Launch {
   dim3 grid{0, 0, 0};
   dim3 block{0, 0, 0};
+  /// Elements each thread handles along x. With k > 1 a block owns a tile of blockDim.x * k
+  /// consecutive elements and its thread t handles t, t + blockDim.x, ..., so that each of a warp's
+  /// k accesses is still to 32 neighbouring elements.
+  unsigned items_per_thread = 1;
 };
 
 /// The extent of an output array in elements, row-major: x is the fastest-moving index (columns),
@@ -41,8 +45,9 @@ struct Owner {
 };
 
 /// The thread that should write element `index` of an output of `shape` under `launch`, with the
-/// usual mapping: x coordinate from the x dimension, y from y, z from z. When the grid is smaller
-/// than the data in a dimension, the element belongs to the thread a grid-stride loop hands it to.
+/// usual mapping: x coordinate from the x dimension, y from y, z from z (and tiles of
+/// `items_per_thread` along x). When the grid is smaller than the data in a dimension, the element
+/// belongs to the thread a grid-stride loop hands it to.
 Owner expected_owner(const Shape& shape, const Launch& launch, std::size_t index);
 
 /// "[17]", "(row 3, col 7)" or "(z 1, y 2, x 3)" for element `index` of `shape`.

@@ -49,15 +49,6 @@ bool register_test(const TestMeta& meta);
 /// Everything registered in this binary.
 const std::vector<TestMeta>& registered_tests();
 
-/// The threshold `key` for this binary (student or reference thresholds; see thresholds.h).
-inline double threshold(const std::string& key) {
-#ifdef KIT_VARIANT
-  return threshold_for(key, KIT_VARIANT);
-#else
-  return threshold_for(key, "student");
-#endif
-}
-
 /// A random generator for the running test, from the run's seed and the test's full name.
 Random test_random();
 
@@ -120,6 +111,11 @@ template <class T>
 }
 
 }  // namespace kit
+
+/// Prints a dim3 as (x,y,z) in GoogleTest messages (it must live in dim3's namespace).
+inline void PrintTo(const dim3& d, std::ostream* os) {
+  *os << "(" << d.x << "," << d.y << "," << d.z << ")";
+}
 
 #define KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title)                     \
   [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                \

@@ -33,6 +33,16 @@ std::map<std::string, ThresholdPair> parse_thresholds(std::istream& in, const st
 /// The thresholds file in use: KIT_THRESHOLDS, else the kit's grader/thresholds.conf.
 std::string thresholds_path();
 
+/// Records which build this process is: "student" (graded against labs/) or "reference" (against
+/// solutions/). Called once by the grader's main(); the default is "student".
+void set_build_variant(const std::string& variant);
+
+/// The variant set by set_build_variant().
+const std::string& build_variant();
+
+/// The ratio for `key` for this build (see build_variant()).
+double threshold(const std::string& key);
+
 /// The ratio for `key` for a build of `variant` ("student" or "reference"). Loads and checks the
 /// file once per process; throws ConfigError for a missing file or key.
 double threshold_for(const std::string& key, const std::string& variant);

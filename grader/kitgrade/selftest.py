@@ -1,0 +1,274 @@
+"""The kit's own tests: ``python3 grader/kit.py selftest``.
+
+What it proves, in order:
+
+1. the whole tree builds (every lab against labs/ and solutions/, benchmarks, the fake lab);
+2. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
+   check included;
+3. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
+   tests pass, fail, abort, segfault, hang and exit(0) on purpose;
+4. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
+5. every reference solution passes every step, performance included, at the stricter
+   reference thresholds of grader/thresholds.conf;
+6. the documentation site builds without a warning.
+
+On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
+skipped and never as passed; --require-gpu turns them into failures. The last line reads
+``selftest: N passed, M failed, K skipped``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from . import reports, runner
+from .build import BuildError, ensure_built
+from .manifest import Lab, Step
+from .model import RunResult, Status, TestResult
+
+FAKE_TIMEOUT_S = 5.0
+"""The fake lab's hanging test must be cut off quickly; nothing else in it takes a second."""
+
+FAKE_LAB = Lab(
+    id="fake", title="Fake lab (faults on purpose)", timeout_s=FAKE_TIMEOUT_S, student_files=(),
+    steps=tuple(Step(f"fake.{n}", f"fake step {n}", ("-",)) for n in (1, 2, 3)))
+
+
+@dataclass
+class Tally:
+    """Counts of checks, and the failures worth repeating at the end."""
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, ok: bool | None, what: str, out: TextIO) -> None:
+        """ok None means not run (no GPU, no Doxygen): a skip, never a pass."""
+        if ok is None:
+            self.skipped += 1  # listed in the grade tables; one summary line at the end
+        elif ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            self.failures.append(what)
+            out.write(f"  FAILED   {what}\n")
+
+
+def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
+    """Adds the `selftest` subcommand (see cli.SUBCOMMANDS)."""
+    parser = subparsers.add_parser(
+        "selftest", help="build and run the kit's own tests",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--require-gpu", action="store_true",
+                        help="GPU checks that cannot run are failures, not skips")
+    parser.add_argument("--require-docs", action="store_true",
+                        help="fail when Doxygen is missing instead of skipping the docs check")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                        help="tests graded in parallel (default: %(default)s)")
+    parser.add_argument("--seed", type=int, help="seed for every graded test (default: random)")
+    parser.set_defaults(handler=_cmd_selftest)
+    return _cmd_selftest
+
+
+def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
+    out = ctx.stdout
+    root: Path = ctx.root
+    build_dir = (args.build_dir or root / "build").absolute()
+    tally = Tally()
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+
+    _section(out, "1. Build")
+    try:
+        _configure(root, build_dir, out)
+        ensure_built(root, build_dir, ["all"], out=out, quiet=True)
+    except BuildError as err:
+        out.write(f"build failed: {err}\n")
+        tally.add(False, "the kit builds", out)
+        return _finish(tally, out)
+    tally.add(True, "the kit builds", out)
+    bin_dir = build_dir / "bin"
+
+    _section(out, "2. Unit tests")
+    _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
+    _python_unit_tests(root, tally, out)
+
+    labs = list(ctx.manifest().labs)
+    gpu_needed = args.require_gpu
+
+    _section(out, "3. Faults get verdicts (fake lab)")
+    _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
+
+    _section(out, "4. Every stub fails its correctness steps")
+    stubs = _grade(labs, bin_dir, "student", seed, args.jobs, build_dir, out)
+    for test in stubs.tests():
+        if test.kind == "perf":
+            continue
+        ok: bool | None = test.status.is_problem
+        if test.lacked_device(stubs.gpu_available):
+            ok = False if gpu_needed else None
+        tally.add(ok, f"stub fails {test.lab} {test.id} ({test.status.value})", out)
+    for lab in stubs.labs:
+        tally.add(lab.error is None, f"stub of {lab.lab} can be graded {lab.error or ''}", out)
+
+    _section(out, "5. Every solution passes every step")
+    refs = _grade(labs, bin_dir, "reference", seed, args.jobs, build_dir, out)
+    for test in refs.tests():
+        ok = test.status is Status.PASSED
+        if test.lacked_device(refs.gpu_available):
+            ok = False if gpu_needed else None
+        tally.add(ok, f"solution passes {test.lab} {test.id} ({test.status.value} {test.reason})", out)
+    for lab in refs.labs:
+        tally.add(lab.error is None, f"solution of {lab.lab} can be graded {lab.error or ''}", out)
+
+    _section(out, "6. Documentation site")
+    _docs(build_dir, args.require_docs, tally, out)
+    return _finish(tally, out)
+
+
+def _section(out: TextIO, title: str) -> None:
+    out.write(f"\n== {title}\n")
+    out.flush()
+
+
+def _configure(root: Path, build_dir: Path, out: TextIO) -> None:
+    """Configures with documentation warnings as errors (cheap when already configured)."""
+    generator = ["-G", "Ninja"] if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists() else []
+    proc = subprocess.run(["cmake", "-S", str(root), "-B", str(build_dir), *generator,
+                           "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON"], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        out.write(proc.stdout[-4000:])
+        raise BuildError("configuring failed")
+
+
+def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "unit.json"
+        proc = subprocess.run([str(binary), f"--gtest_output=json:{report}"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            suites = json.loads(report.read_text())["testsuites"]
+        except (OSError, ValueError, KeyError):
+            out.write(proc.stdout[-4000:])
+            tally.add(False, f"{binary.name} ran and reported (exit {proc.returncode})", out)
+            return
+    count = 0
+    for suite in suites:
+        for case in suite["testsuite"]:
+            count += 1
+            tally.add(not case.get("failures"), f"common/ unit test {suite['name']}.{case['name']}", out)
+    out.write(f"  {count} C++ unit tests of common/ (exit {proc.returncode})\n")
+
+
+def _python_unit_tests(root: Path, tally: Tally, out: TextIO) -> None:
+    grader_dir = root / "grader"
+    suite = unittest.defaultTestLoader.discover(str(grader_dir / "tests"), top_level_dir=str(grader_dir))
+    tests = _flatten(suite)  # before running: a suite drops its tests as they finish
+    stream = io.StringIO()
+    result = unittest.TextTestRunner(stream=stream, verbosity=0).run(suite)
+    problems = {str(test): text for test, text in result.failures + result.errors}
+    for test in tests:
+        name = test.id()
+        if str(test) in problems:
+            tally.add(False, f"grader unit test {name}", out)
+            out.write("    " + problems[str(test)].replace("\n", "\n    ") + "\n")
+        elif any(t is test for t, _ in result.skipped):
+            tally.add(None, f"grader unit test {name}", out)
+        else:
+            tally.add(True, f"grader unit test {name}", out)
+    out.write(f"  {result.testsRun} Python unit tests of the grader\n")
+
+
+def _flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:
+    tests: list[unittest.TestCase] = []
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            tests.extend(_flatten(item))
+        else:
+            tests.append(item)
+    return tests
+
+
+# The verdict each fake test must get: (status with a GPU, status without, text the output or
+# reason must contain).
+_FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
+    "FakeHost.Passes": (Status.PASSED, Status.PASSED, ""),
+    "FakeHost.Fails": (Status.FAILED, Status.FAILED, "expected 1, got 2"),
+    "FakeHost.Aborts": (Status.CRASHED, Status.CRASHED, "SIGABRT"),
+    "FakeHost.Segfaults": (Status.CRASHED, Status.CRASHED, "SIGSEGV"),
+    "FakeHost.Hangs": (Status.TIMED_OUT, Status.TIMED_OUT, "timed out"),
+    "FakeHost.ExitsZero": (Status.CRASHED, Status.CRASHED, ""),
+    "FakeGpu.NeedsAGpu": (Status.PASSED, Status.NOT_RUN, ""),
+    "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
+}
+
+
+def _fake_lab(bin_dir: Path, seed: int, jobs: int, gpu_needed: bool, tally: Tally, out: TextIO) -> None:
+    os.environ["KIT_FAKE_LAB"] = "1"
+    try:
+        run = runner.run([runner.LabTarget(FAKE_LAB, bin_dir / "kit_fake_lab")],
+                         runner.RunOptions("student", seed, jobs, FAKE_TIMEOUT_S))
+    finally:
+        del os.environ["KIT_FAKE_LAB"]
+    seen = {t.id: t for t in run.tests()}
+    for test_id, (with_gpu, without_gpu, text) in _FAKE_EXPECTED.items():
+        test = seen.get(test_id)
+        if test is None:
+            tally.add(False, f"fake test {test_id} was graded", out)
+            continue
+        want = with_gpu if run.gpu_available else without_gpu
+        ok: bool | None = test.status is want and (
+            want is Status.NOT_RUN or text in test.reason + test.output)
+        if want is Status.NOT_RUN and ok:
+            ok = False if gpu_needed else None  # a GPU check that could not run
+        tally.add(ok, f"fake test {test_id}: {want.value} expected, got {test.status.value} "
+                      f"({test.reason})", out)
+    tally.add(set(seen) == set(_FAKE_EXPECTED), "every fake test has an expectation", out)
+
+
+def _grade(labs: list[Lab], bin_dir: Path, variant: str, seed: int, jobs: int, build_dir: Path,
+           out: TextIO) -> RunResult:
+    targets = [runner.LabTarget(lab, runner.binary_path(bin_dir, lab, variant)) for lab in labs]
+    run = runner.run(targets, runner.RunOptions(variant, seed, jobs))
+    out.write(reports.render_terminal(run))
+    reports.write_reports(run, build_dir / "reports" / f"selftest-{variant}")
+    return run
+
+
+def _docs(build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:
+    if shutil.which("doxygen") is None:
+        tally.add(False if required else None, "documentation site (doxygen not installed)", out)
+        return
+    proc = subprocess.run(["cmake", "--build", str(build_dir), "--target", "docs"],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    index = build_dir / "docs" / "html" / "index.html"
+    ok = proc.returncode == 0 and index.is_file()
+    if not ok:
+        out.write(proc.stdout[-4000:])
+    tally.add(ok, f"documentation site builds without warnings ({index})", out)
+
+
+def _finish(tally: Tally, out: TextIO) -> int:
+    if tally.failures:
+        out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
+    if tally.skipped:
+        out.write(f"\n{tally.skipped} checks not run (no CUDA device, or no Doxygen): skipped, "
+                  "not passed; --require-gpu / --require-docs make them failures\n")
+    out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")
+    out.flush()
+    return 0 if tally.failed == 0 else 1

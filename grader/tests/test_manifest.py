@@ -1,0 +1,103 @@
+"""Manifest loading, validation and lab/step lookup.
+
+Run all runner tests from the repository root:
+    python3 -m unittest discover -s grader/tests -t grader
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+from kitgrade.manifest import ManifestError, load_manifest, parse_manifest
+
+from .support import lab_entry
+
+REAL_MANIFEST = Path(__file__).resolve().parents[1] / "labs.json"
+
+
+class RealManifestTest(unittest.TestCase):
+    def test_lab_01_has_five_steps_with_three_hints_each(self) -> None:
+        manifest = load_manifest(REAL_MANIFEST)
+        lab = manifest.find_lab("01_indexing")
+        assert lab is not None
+        self.assertEqual([s.id for s in lab.steps],
+                         ["indexing.1", "indexing.2", "indexing.3", "indexing.4", "indexing.perf"])
+        self.assertTrue(all(len(s.hints) == 3 for s in lab.steps))
+        self.assertEqual(lab.student_files, ("index_math.cuh", "indexing.cu"))
+        self.assertEqual(lab.timeout_s, 60)
+
+
+class LookupTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.manifest = parse_manifest({"labs": [lab_entry("01_alpha"), lab_entry("02_beta")]})
+
+    def test_lab_by_id_number_or_name(self) -> None:
+        for query in ("02_beta", "02", "2", "beta", "BETA"):
+            lab = self.manifest.find_lab(query)
+            self.assertIsNotNone(lab, query)
+            assert lab is not None
+            self.assertEqual(lab.id, "02_beta")
+        self.assertIsNone(self.manifest.find_lab("gamma"))
+
+    def test_step_by_id_or_suffix(self) -> None:
+        lab = self.manifest.labs[0]
+        self.assertEqual(lab.find_step("1").id, "alpha.1")  # type: ignore[union-attr]
+        self.assertEqual(lab.find_step("alpha.perf").id, "alpha.perf")  # type: ignore[union-attr]
+        self.assertIsNone(lab.find_step("9"))
+
+    def test_visibility_defaults_to_visible_and_passes_through(self) -> None:
+        entry = lab_entry("01_alpha")
+        entry["steps"][1]["visibility"] = "hidden"
+        lab = parse_manifest({"labs": [entry]}).labs[0]
+        self.assertEqual([s.visibility for s in lab.steps],
+                         ["visible", "hidden", "visible", "visible"])
+
+
+class ValidationTest(unittest.TestCase):
+    def assert_rejected(self, mutate, expected: str) -> None:
+        data = {"labs": [lab_entry("01_alpha"), lab_entry("02_beta")]}
+        mutate(data)
+        with self.assertRaises(ManifestError) as caught:
+            parse_manifest(data)
+        self.assertIn(expected, str(caught.exception))
+
+    def test_errors_name_the_bad_field(self) -> None:
+        cases = [
+            (lambda d: d["labs"][0].pop("title"), "labs[0].title: missing"),
+            (lambda d: d["labs"][1].update(timeout_s="60"), "labs[1].timeout_s: expected int or float"),
+            (lambda d: d["labs"][1].update(timeout_s=0), "labs[1].timeout_s: expected a positive"),
+            (lambda d: d["labs"][0].update(id="indexing"), "labs[0].id: 'indexing' is not of the form"),
+            (lambda d: d["labs"].append(lab_entry("01_alpha")), "duplicate lab id '01_alpha'"),
+            (lambda d: d["labs"][0]["steps"][2].update(hints=[]), "labs[0].steps[2].hints"),
+            (lambda d: d["labs"][0]["steps"][2].update(hints="one"), "labs[0].steps[2].hints"),
+            (lambda d: d["labs"][0]["steps"][0].update(id="beta.1"), "labs[0].steps[0].id: 'beta.1'"),
+            (lambda d: d["labs"][0]["steps"][1].update(id="alpha.1"), "duplicate step id 'alpha.1'"),
+            (lambda d: d["labs"][0]["steps"][0].update(visibility="secret"), "steps[0].visibility"),
+            (lambda d: d["labs"][0]["steps"][0].update(hint=["typo"]), "steps[0].hint: unknown field"),
+            (lambda d: d["labs"][0].update(student_files=[""]), "labs[0].student_files"),
+            (lambda d: d["labs"][0].update(steps=[]), "labs[0].steps: expected at least one"),
+            (lambda d: d.update(labs=[]), "labs: expected at least one lab"),
+            (lambda d: d["labs"].append(3), "labs[2]: expected an object"),
+            (lambda d: d.update(extra=1), "labs.json: extra: unknown field"),
+        ]
+        for mutate, expected in cases:
+            with self.subTest(expected=expected):
+                self.assert_rejected(mutate, expected)
+
+    def test_unreadable_or_invalid_json_file(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "labs.json"
+            with self.assertRaisesRegex(ManifestError, "cannot read lab manifest"):
+                load_manifest(path)
+            path.write_text("{not json")
+            with self.assertRaisesRegex(ManifestError, "labs.json: not valid JSON"):
+                load_manifest(path)
+            path.write_text(json.dumps({"labs": [lab_entry("01_alpha")]}))
+            self.assertEqual(load_manifest(path).lab_ids(), ["01_alpha"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,274 @@
+"""Verdicts, isolation, timeouts and perf gating, against fake_binary.py.
+
+Run all runner tests from the repository root:
+    python3 -m unittest discover -s grader/tests -t grader
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from typing import Any
+
+from kitgrade import protocol, runner
+from kitgrade.model import NO_DEVICE_REASON, LabResult, Status, TestResult
+from kitgrade.protocol import ProtocolError, judge, parse_listing
+
+from .support import fake_env, make_fake_binary, make_lab
+
+SEED = 424242
+
+
+def grade(labs: list[str], tmp: Path, jobs: int = 4, timeout_s: float | None = None,
+          variant: str = "student") -> list[LabResult]:
+    targets = [runner.LabTarget(make_lab(lab), make_fake_binary(tmp / "bin", lab, variant))
+               for lab in labs]
+    options = runner.RunOptions(variant, SEED, jobs, timeout_s)
+    return runner.run(targets, options).labs
+
+
+class EveryVerdictTest(unittest.TestCase):
+    """One lab offering every fake test, with a GPU, graded once (the hang costs ~2 s)."""
+
+    lab: LabResult
+    elapsed: float
+    by_id: dict[str, TestResult]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_GPU="1"):
+            start = time.monotonic()
+            (cls.lab,) = grade(["01_alpha"], Path(tmp))
+            cls.elapsed = time.monotonic() - start
+        cls.by_id = {t.id: t for t in cls.lab.tests}
+
+    def check(self, test_id: str, status: Status, reason: str = "", output: str = "") -> None:
+        test = self.by_id[test_id]
+        self.assertIs(test.status, status, test)
+        self.assertEqual(test.reason, reason)
+        self.assertIn(output, test.output)
+        self.assertEqual(test.score, test.points if status is Status.PASSED else 0)
+
+    def test_passing_tests(self) -> None:
+        self.check("Host.Passes", Status.PASSED)
+        self.check("Gpu.Works", Status.PASSED)
+        self.check("Sizes/SaxpyTest.WritesEveryElement/n_1000", Status.PASSED)
+
+    def test_failure_message_becomes_output(self) -> None:
+        self.check("Host.Fails", Status.FAILED, output="fake_test.cu:42\nExpected equality")
+
+    def test_signals_are_crashes_with_the_output_tail(self) -> None:
+        self.check("Crash.Aborts", Status.CRASHED, "crashed: SIGABRT", "about to abort")
+        self.check("Crash.Segfaults", Status.CRASHED, "crashed: SIGSEGV", "about to segfault")
+
+    def test_exit_without_report_is_a_crash(self) -> None:
+        self.check("Exit.Early", Status.CRASHED,
+                   "crashed: exited with code 0 before reporting a result", "leaving early")
+        self.check("Exit.Three", Status.CRASHED,
+                   "crashed: exited with code 3 before reporting a result")
+
+    def test_stdout_never_decides(self) -> None:
+        self.check("Liar.ClaimsToPass", Status.FAILED, output="value is wrong")
+        self.assertNotIn("PASSED", self.by_id["Liar.ClaimsToPass"].output)
+
+    def test_hang_times_out_quickly_and_others_are_still_graded(self) -> None:
+        self.check("Hang.Sleeps", Status.TIMED_OUT, "timed out after 2 s")
+        self.assertLess(self.elapsed, 8.0)
+        self.assertEqual(len(self.lab.tests), 12)
+
+    def test_perf_gated_by_failing_correctness(self) -> None:
+        self.check("Perf.Saxpy", Status.NOT_RUN, runner.PERF_GATE_REASON)
+
+    def test_seed_reaches_the_test(self) -> None:
+        self.assertEqual(self.by_id["Host.Passes"].measurements["seed"], str(SEED))
+
+    def test_hidden_title_marker(self) -> None:
+        hidden = self.by_id["Host.Hidden"]
+        self.assertEqual((hidden.title, hidden.visibility), ("edge cases pass", "hidden"))
+        self.assertEqual(self.by_id["Host.Passes"].visibility, "visible")
+
+    def test_tests_ordered_by_step_and_subtotals(self) -> None:
+        steps = [t.step for t in self.lab.tests]
+        self.assertEqual(steps, sorted(steps, key=["alpha.1", "alpha.2", "alpha.3", "alpha.perf"].index))
+        subtotals = {s.step: (s.score, s.max_score) for s in self.lab.subtotals()}
+        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (0, 6),
+                                     "alpha.perf": (0, 4)})
+        self.assertEqual((self.lab.score, self.lab.max_score), (6, 19))
+
+
+class PerfAndDeviceTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_perf_runs_alone_after_correctness_and_records_measurements(self) -> None:
+        log = self.tmp / "events.log"
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,param,perf", FAKE_LOG=str(log)):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        perf = lab.tests[-1]
+        self.assertIs(perf.status, Status.PASSED)
+        self.assertEqual((perf.measurements["ratio"], perf.measurements["threshold"],
+                          perf.measurements["student_rate"]), ("0.91", "0.60", "2710.0 GB/s"))
+        self.assertEqual((lab.score, lab.max_score), (9, 9))
+        events = [line.split() for line in log.read_text().splitlines()]
+        perf_start = next(float(t) for kind, name, t in events if kind == "start" and name == "Perf.Saxpy")
+        others_end = max(float(t) for kind, name, t in events if kind == "end" and name != "Perf.Saxpy")
+        self.assertGreater(perf_start, others_end)
+
+    def test_slow_perf_fails(self) -> None:
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,perf", FAKE_PERF_RATIO="0.30"):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        self.assertIs(lab.tests[-1].status, Status.FAILED)
+        self.assertIn("ratio 0.30 below 0.60", lab.tests[-1].output)
+
+    def test_no_gpu_means_not_run_never_passed(self) -> None:
+        with fake_env(FAKE_TESTS="pass,gpu,perf"):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        gpu, perf = lab.tests[1], lab.tests[2]
+        self.assertEqual((gpu.status, gpu.reason), (Status.NOT_RUN, NO_DEVICE_REASON))
+        self.assertEqual((perf.status, perf.reason), (Status.NOT_RUN, runner.PERF_GATE_REASON))
+        self.assertEqual((gpu.score, perf.score, lab.score, lab.max_score), (0, 0, 2, 8))
+        self.assertTrue(gpu.lacked_device(False) and perf.lacked_device(False))
+        self.assertFalse(lab.tests[0].lacked_device(False))
+
+    def test_perf_gate_is_per_lab(self) -> None:
+        with fake_env(FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,perf", FAKE_TESTS_02_BETA="fail,perf"):
+            alpha, beta = grade(["01_alpha", "02_beta"], self.tmp)
+        self.assertIs(alpha.tests[-1].status, Status.PASSED)
+        self.assertIs(beta.tests[-1].status, Status.NOT_RUN)
+
+    def test_reference_variant_uses_reference_binary(self) -> None:
+        with fake_env(FAKE_TESTS="pass"):
+            (lab,) = grade(["01_alpha"], self.tmp, variant="reference")
+        self.assertEqual((lab.variant, lab.tests[0].status), ("reference", Status.PASSED))
+
+    def test_device_query(self) -> None:
+        binary = make_fake_binary(self.tmp, "01_alpha")
+        with fake_env(FAKE_GPU="1"):
+            self.assertEqual(protocol.query_device(binary)["name"], "Fake H100")
+        with fake_env():
+            self.assertEqual(protocol.query_device(binary),
+                             {"available": False, "reason": NO_DEVICE_REASON})
+
+
+class InterruptTest(unittest.TestCase):
+    def test_interrupt_kills_running_tests_at_once(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        log = tmp / "events.log"
+
+        def interrupt(_: TestResult) -> None:
+            while "start Hang.Sleeps" not in log.read_text():  # the hang is surely running
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+
+        target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(tmp, "01_alpha"))
+        start = time.monotonic()
+        with fake_env(FAKE_TESTS="pass,hang", FAKE_LOG=str(log)), self.assertRaises(KeyboardInterrupt):
+            runner.run([target], runner.RunOptions("student", 1, 2, 60.0), interrupt)
+        self.assertLess(time.monotonic() - start, 10.0)
+
+
+class LabErrorTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_missing_binary(self) -> None:
+        target = runner.LabTarget(make_lab("01_alpha"), self.tmp / "bin" / "grade_01_alpha")
+        run = runner.run([target], runner.RunOptions("student", 1, 1))
+        self.assertEqual(run.labs[0].error, f"binary not built: {target.binary}")
+        self.assertEqual(run.device["available"], False)
+        self.assertEqual(run.errors, run.labs)
+
+    def test_listing_failures(self) -> None:
+        cases = {
+            "fail": "--kit_list exited with code 2: error: listing broke",
+            "garbage": "--kit_list did not print JSON",
+            "wrong_variant": "it reports variant 'reference', expected 'student'",
+        }
+        for mode, expected in cases.items():
+            with self.subTest(mode=mode), fake_env(FAKE_LIST=mode):
+                (lab,) = grade(["01_alpha"], self.tmp)
+                assert lab.error is not None
+                self.assertTrue(lab.error.startswith("could not list tests of "), lab.error)
+                self.assertIn(expected, lab.error)
+                self.assertEqual(lab.tests, [])
+
+
+class ListingValidationTest(unittest.TestCase):
+    STEPS = ("alpha.1", "alpha.perf")
+
+    def listing(self, **overrides: Any) -> str:
+        test = {"id": "Suite.Name", "step": "alpha.1", "kind": "host", "points": 2, "title": "t"}
+        test.update(overrides)
+        return json.dumps({"lab": "01_alpha", "variant": "student", "tests": [test]})
+
+    def test_valid(self) -> None:
+        (spec,) = parse_listing(self.listing(id="P/S.N/p_1"), "01_alpha", "student", self.STEPS)
+        self.assertEqual(spec.id, "P/S.N/p_1")
+
+    def test_rejections(self) -> None:
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"kind": "cpu"}, "tests[0].kind: 'cpu' is not one of host, gpu, perf"),
+            ({"step": "alpha.9"}, "tests[0].step: 'alpha.9' is not a step"),
+            ({"id": "Suite.*"}, "tests[0].id"),
+            ({"id": "NoDot"}, "tests[0].id"),
+            ({"points": True}, "tests[0].points"),
+            ({"points": -1}, "tests[0].points"),
+            ({"title": ""}, "tests[0].title"),
+        ]
+        for override, expected in cases:
+            with self.subTest(override=override), self.assertRaises(ProtocolError) as caught:
+                parse_listing(self.listing(**override), "01_alpha", "student", self.STEPS)
+            self.assertIn(expected, str(caught.exception))
+        with self.assertRaisesRegex(ProtocolError, "reports lab '01_alpha', expected '02_beta'"):
+            parse_listing(self.listing(), "02_beta", "student", self.STEPS)
+        twice = json.dumps({"lab": "01_alpha", "variant": "student",
+                            "tests": [json.loads(self.listing())["tests"][0]] * 2})
+        with self.assertRaisesRegex(ProtocolError, "listed twice"):
+            parse_listing(twice, "01_alpha", "student", self.STEPS)
+
+
+class JudgeTest(unittest.TestCase):
+    """Verdict rules that the fake binary does not reach."""
+
+    @staticmethod
+    def report(**entry: Any) -> str:
+        base = {"name": "Name", "classname": "Suite", "status": "RUN", "result": "COMPLETED"}
+        return json.dumps({"testsuites": [{"name": "Suite", "testsuite": [{**base, **entry}]}]})
+
+    def test_rules(self) -> None:
+        cases = [
+            (0, self.report(), Status.PASSED, ""),
+            (1, self.report(), Status.FAILED, "exited with code 1 although GoogleTest recorded no failure"),
+            (0, self.report(result="SKIPPED"), Status.NOT_RUN, "skipped"),
+            (1, self.report(result="SKIPPED"), Status.FAILED,
+             "exited with code 1 although GoogleTest recorded no failure"),
+            (0, self.report(result="SKIPPED", not_run="needs sm_90"), Status.NOT_RUN, "needs sm_90"),
+            (0, self.report(result="SUPPRESSED"), Status.NOT_RUN, "GoogleTest reported result 'SUPPRESSED'"),
+            (0, self.report(failures="recorded as a property"), Status.FAILED, ""),
+            (0, self.report(name="Other"), Status.CRASHED,
+             "crashed: exited with code 0 without a readable result for this test"),
+            (1, "{truncated", Status.CRASHED,
+             "crashed: exited with code 1 without a readable result for this test"),
+            (2, self.report(), Status.CRASHED, "crashed: exited with code 2 after reporting a result"),
+            (-9, None, Status.CRASHED, "crashed: SIGKILL"),
+            (None, None, Status.TIMED_OUT, "timed out after 1.5 s"),
+        ]
+        for returncode, report, status, reason in cases:
+            with self.subTest(returncode=returncode, report=report):
+                outcome = judge("Suite.Name", returncode, report, "tail", 1.5)
+                self.assertEqual((outcome.status, outcome.reason), (status, reason))
+
+    def test_measurements_are_the_non_gtest_keys(self) -> None:
+        outcome = judge("Suite.Name", 0, self.report(ratio="0.9", spread="0.01", time="1s"), "", 1)
+        self.assertEqual(outcome.measurements, {"ratio": "0.9", "spread": "0.01"})
+
+
+if __name__ == "__main__":
+    unittest.main()
