@@ -29,6 +29,9 @@ void throw_launch_error(cudaError_t code, const char* kernel, const char* file, 
   std::ostringstream out;
   out << "launch of " << kernel << " failed: " << describe(code) << " at " << base_name(file) << ":"
       << line;
+  if (code == cudaErrorInvalidConfiguration || code == cudaErrorInvalidValue)
+    out << " (check the launch: every grid and block dimension must be at least 1, and a block "
+           "may hold at most 1024 threads)";
   throw CudaError(code, out.str());
 }
 

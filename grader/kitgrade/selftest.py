@@ -214,6 +214,7 @@ _FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
     "FakeHost.ExitsZero": (Status.CRASHED, Status.CRASHED, ""),
     "FakeGpu.NeedsAGpu": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
+    "FakeGpu.IllegalAddress": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
 }
 
 

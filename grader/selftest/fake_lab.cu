@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "kit/check.h"
 #include "kit/test.h"
 
 namespace {
@@ -53,6 +54,15 @@ KIT_TEST(FakeGpu, NeedsAGpu, "fake.3", gpu, 2, "a GPU test (not run without a GP
 
 KIT_TEST(FakeGpu, HugeAllocation, "fake.3", gpu, 1, "a test that asks for 1 PiB of device memory") {
   if (armed()) kit::DeviceBuffer<char> huge(std::size_t(1) << 50);  // throws kit::CudaError
+}
+
+__global__ void write_through_bad_pointer_kernel(float* p) { p[threadIdx.x] = 1.0f; }
+
+KIT_TEST(FakeGpu, IllegalAddress, "fake.3", gpu, 1, "a kernel that writes through a bad pointer") {
+  if (!armed()) return;
+  write_through_bad_pointer_kernel<<<1, 32>>>(reinterpret_cast<float*>(0x10));
+  KIT_CHECK_LAUNCH("write_through_bad_pointer_kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());  // the fault surfaces here, and sticks to the context
 }
 
 }  // namespace
