@@ -31,7 +31,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import reports, runner, selftest
+from . import reports, runner, selftest, thresholds
 from .build import BuildError, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
@@ -155,6 +155,10 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     seed = args.seed if args.seed is not None else _env_seed()
     build_dir = (args.build_dir or ctx.root / "build").absolute()
     report_dir = _report_dir(args.report_dir, build_dir, args.variant)
+    try:
+        thresholds.load(thresholds.thresholds_path(ctx.root))
+    except thresholds.ThresholdsError as err:
+        raise UsageError(str(err)) from err
 
     ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}), "
                      f"{reports.seed_text(seed)}\n")

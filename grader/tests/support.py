@@ -46,6 +46,7 @@ def make_repo(root: Path, lab_ids: list[str], built: list[str] | None = None,
               variant: str = "student") -> Path:
     """A repo with grader/labs.json for lab_ids and fake binaries in build/bin for `built`."""
     (root / "grader").mkdir(parents=True)
+    (root / "grader" / "thresholds.conf").write_text("fake.ratio 0.5 0.8\n")
     (root / "grader" / "labs.json").write_text(
         json.dumps({"labs": [lab_entry(lab) for lab in lab_ids]}))
     for lab in lab_ids if built is None else built:

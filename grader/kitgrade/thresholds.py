@@ -1,0 +1,50 @@
+"""Validates the thresholds file before grading starts (the C++ side reads the same grammar).
+
+A typo in grader/thresholds.conf would otherwise surface as a failed performance test in every
+submission; checking it first turns it into one clear usage error (exit 2) and no reports.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class ThresholdsError(ValueError):
+    """The file is missing or malformed; the message names the file and line."""
+
+
+def thresholds_path(root: Path) -> Path:
+    """KIT_THRESHOLDS when set, else the kit's grader/thresholds.conf (as the graders do)."""
+    override = os.environ.get("KIT_THRESHOLDS")
+    return Path(override) if override else root / "grader" / "thresholds.conf"
+
+
+def load(path: Path) -> dict[str, tuple[float, float]]:
+    """key -> (student ratio, reference ratio); mirrors kit::parse_thresholds."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ThresholdsError(f"cannot read thresholds file {path}: {err.strerror}") from err
+    table: dict[str, tuple[float, float]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        where = f"{path}:{number}"
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 3:
+            raise ThresholdsError(f"{where}: expected 'key student_ratio reference_ratio'")
+        key, student, reference = words
+        if key in table:
+            raise ThresholdsError(f"{where}: duplicate key '{key}'")
+        table[key] = (_ratio(student, where), _ratio(reference, where))
+    return table
+
+
+def _ratio(word: str, where: str) -> float:
+    try:
+        value = float(word)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1000:
+        raise ThresholdsError(f"{where}: '{word}' is not a positive ratio")
+    return value

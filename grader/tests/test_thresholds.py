@@ -1,0 +1,51 @@
+"""Tests of the thresholds-file check that runs before grading.
+
+Run: python3 -m unittest discover -s grader/tests -t grader
+"""
+import io
+import os
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from kitgrade import cli, thresholds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ThresholdsFile(unittest.TestCase):
+    def load_text(self, text: str):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, "t.conf")
+            path.write_text(text)
+            return thresholds.load(path)
+
+    def test_the_kits_file_is_valid_and_reference_bars_are_stricter(self):
+        table = thresholds.load(ROOT / "grader" / "thresholds.conf")
+        self.assertIn("indexing.saxpy_vs_device_copy", table)
+        for key, (student, reference) in table.items():
+            self.assertGreaterEqual(reference, student, key)
+
+    def test_malformed_lines_name_the_line(self):
+        for text, message in [("a 0.5\n", ":1: expected"), ("\na 0.5 x\n", ":2: 'x' is not"),
+                              ("a 1 2\na 1 2\n", ":2: duplicate key"), ("a 0 1\n", "'0' is not")]:
+            with self.assertRaises(thresholds.ThresholdsError) as caught:
+                self.load_text(text)
+            self.assertIn(message, str(caught.exception))
+
+    def test_grade_stops_with_exit_2_and_no_reports_on_a_bad_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp, "bad.conf")
+            bad.write_text("indexing.saxpy_vs_device_copy 0.6 fast\n")
+            err = io.StringIO()
+            with mock.patch.dict(os.environ, {"KIT_THRESHOLDS": str(bad)}):
+                code = cli.main(["grade", "01", "--no-build", "--build-dir", str(Path(tmp, "b"))],
+                                root=ROOT, stdout=io.StringIO(), stderr=err)
+            self.assertEqual(code, 2)
+            self.assertIn("'fast' is not a positive ratio", err.getvalue())
+            self.assertFalse(Path(tmp, "b", "reports").exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
