@@ -10,6 +10,8 @@
 #   grade_NN_name                                  grader linked with the student's code
 #   reference_NN_name                              the same grader linked with the reference solution
 #   bench_NN_name / bench_NN_name_reference        the benchmark, both ways (when Google Benchmark is on)
+#   wrong_NN_name_<mistake>                        the grader linked with each known-wrong submission
+#                                                  described in grader/wrong/NN_name.json
 #
 # solutions/<lab>/ holds only the files a student edits. The reference build searches
 # solutions/<lab>/ before labs/<lab>/, so a solution header replaces the stub's and the lab's given
@@ -61,5 +63,68 @@ function(kit_add_lab lab)
       target_compile_definitions(${bench} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
     endif()
   endforeach()
+  kit_add_wrong_submissions(${lab} "${arg_SOURCES}" "${tests}" "${arg_LIBRARIES}")
   set_property(GLOBAL APPEND PROPERTY KIT_LABS ${lab})
+endfunction()
+
+# Known-wrong submissions: grader/wrong/<lab>.json lists plausible student mistakes, each as text
+# edits applied to the reference solution's files. Each becomes a grader binary,
+# wrong_<lab>_<name>, that the selftest grades to prove the grader takes away the right points.
+function(kit_add_wrong_submissions lab sources tests libraries)
+  set(spec_file ${PROJECT_SOURCE_DIR}/grader/wrong/${lab}.json)
+  if(NOT EXISTS ${spec_file})
+    return()
+  endif()
+  set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${lab})
+  set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${lab})
+  file(GLOB solution_files RELATIVE ${solution_dir} ${solution_dir}/*)
+  list(TRANSFORM solution_files PREPEND ${solution_dir}/ OUTPUT_VARIABLE solution_paths)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spec_file} ${solution_paths})
+
+  file(READ ${spec_file} spec)
+  string(JSON count LENGTH "${spec}" submissions)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${spec}" submissions ${i} name)
+    set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/wrong/${lab}/${name})
+    # Start from the solution's files, then apply the edits in order.
+    foreach(f IN LISTS solution_files)
+      file(READ ${solution_dir}/${f} content_${f})
+    endforeach()
+    string(JSON edit_count LENGTH "${spec}" submissions ${i} edits)
+    math(EXPR edit_last "${edit_count} - 1")
+    foreach(e RANGE ${edit_last})
+      string(JSON f GET "${spec}" submissions ${i} edits ${e} file)
+      string(JSON find GET "${spec}" submissions ${i} edits ${e} find)
+      string(JSON replace GET "${spec}" submissions ${i} edits ${e} replace)
+      string(FIND "${content_${f}}" "${find}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "${spec_file}: submission '${name}': text to replace not found in "
+                            "solutions/${lab}/${f}: ${find}")
+      endif()
+      string(REPLACE "${find}" "${replace}" content_${f} "${content_${f}}")
+    endforeach()
+    foreach(f IN LISTS solution_files)
+      # Written only when changed, so reconfiguring does not rebuild every wrong submission.
+      file(WRITE ${out_dir}/${f}.new "${content_${f}}")
+      configure_file(${out_dir}/${f}.new ${out_dir}/${f} COPYONLY)
+    endforeach()
+
+    set(files "")
+    foreach(src IN LISTS sources)
+      if(EXISTS ${out_dir}/${src})
+        list(APPEND files ${out_dir}/${src})
+      else()
+        list(APPEND files ${lab_dir}/${src})
+      endif()
+    endforeach()
+    set(lib lab_${lab}_wrong_${name})
+    add_library(${lib} STATIC ${files})
+    target_include_directories(${lib} PUBLIC ${out_dir} ${lab_dir})
+    target_link_libraries(${lib} PUBLIC kit_common ${libraries})
+    set(exe wrong_${lab}_${name})
+    add_executable(${exe} ${tests})
+    target_link_libraries(${exe} PRIVATE ${lib} kit_test)
+    target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="student")
+  endforeach()
 endfunction()

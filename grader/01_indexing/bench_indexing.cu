@@ -67,7 +67,12 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("gpu", kit::summary(device));
   benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
+  try {
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
+    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
+    return 1;
+  }
   benchmark::Shutdown();
   return 0;
 }

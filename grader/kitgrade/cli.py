@@ -134,7 +134,7 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
                         help="grade your code (student) or the reference solution")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--seed", type=_seed, help="random seed (default: $KIT_SEED or random)")
-    parser.add_argument("--jobs", type=_positive_int, default=min(4, os.cpu_count() or 1),
+    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
                         help="correctness tests run in parallel (default: %(default)s)")
     parser.add_argument("--timeout", type=_positive_float, metavar="S",
                         help="per-test timeout in seconds (default: per lab in labs.json)")

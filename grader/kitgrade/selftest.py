@@ -10,7 +10,9 @@ What it proves, in order:
 4. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
 5. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
-6. the documentation site builds without a warning.
+6. every known-wrong submission (grader/wrong/<lab>.json) loses the points of the steps it
+   breaks, keeps the others, and gets a message that points at the mistake;
+7. the documentation site builds without a warning.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. The last line reads
@@ -77,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="GPU checks that cannot run are failures, not skips")
     parser.add_argument("--require-docs", action="store_true",
                         help="fail when Doxygen is missing instead of skipping the docs check")
-    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+    parser.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1),
                         help="tests graded in parallel (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="seed for every graded test (default: random)")
     parser.set_defaults(handler=_cmd_selftest)
@@ -134,7 +136,10 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     for lab in refs.labs:
         tally.add(lab.error is None, f"solution of {lab.lab} can be graded {lab.error or ''}", out)
 
-    _section(out, "6. Documentation site")
+    _section(out, "6. Wrong submissions lose the right points")
+    _wrong_submissions(root, labs, bin_dir, seed, args.jobs, gpu_needed, tally, out)
+
+    _section(out, "7. Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
     return _finish(tally, out)
 
@@ -248,6 +253,69 @@ def _grade(labs: list[Lab], bin_dir: Path, variant: str, seed: int, jobs: int, b
     out.write(reports.render_terminal(run))
     reports.write_reports(run, build_dir / "reports" / f"selftest-{variant}")
     return run
+
+
+def _wrong_submissions(root: Path, labs: list[Lab], bin_dir: Path, seed: int, jobs: int,
+                       gpu_needed: bool, tally: Tally, out: TextIO) -> None:
+    for lab in labs:
+        spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
+        if not spec_path.is_file():
+            continue
+        for sub in json.loads(spec_path.read_text())["submissions"]:
+            binary = bin_dir / f"wrong_{lab.id}_{sub['name']}"
+            run = runner.run([runner.LabTarget(lab, binary)], runner.RunOptions("student", seed, jobs))
+            _judge_wrong(lab, sub, run, gpu_needed, tally, out)
+
+
+def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: Tally,
+                 out: TextIO) -> None:
+    """One wrong submission: the steps in sub["loses"] lose points, the others keep theirs
+    (a perf step may only lose its points to the correctness gate), and some failure message
+    contains sub["message"]."""
+    what = f"wrong submission {lab.id}/{sub['name']}"
+    result = run.labs[0]
+    if result.error:
+        tally.add(False, f"{what} can be graded: {result.error}", out)
+        return
+    by_step: dict[str, list[TestResult]] = {}
+    for test in result.tests:
+        by_step.setdefault(test.step, []).append(test)
+    excused = lambda t: t.lacked_device(run.gpu_available)  # noqa: E731
+    correctness_lost = any(t.status.is_problem for t in result.tests if t.kind != "perf")
+    for step in lab.steps:
+        tests = by_step.get(step.id, [])
+        lost = [t for t in tests if t.status.is_problem or
+                (t.status is Status.NOT_RUN and t.reason == runner.PERF_GATE_REASON)]
+        ok: bool | None
+        if step.id in sub["loses"]:
+            ok = bool(lost) or (None if any(excused(t) for t in tests) else False)
+            label = f"{what} loses {step.id}"
+        else:
+            gated = lambda t: (t.kind == "perf" and correctness_lost  # noqa: E731
+                               and t.reason == runner.PERF_GATE_REASON)
+            kept = all(t.status is Status.PASSED or gated(t) for t in tests)
+            ok = kept or (None if any(excused(t) for t in tests) else False)
+            label = f"{what} keeps {step.id}"
+        if ok is None and gpu_needed:
+            ok = False
+        tally.add(ok, label, out)
+    failing = [t for t in result.tests if t.status.is_problem]
+    told = next((t for t in failing if sub["message"] in t.reason + t.output), None)
+    ok = True if told else (None if any(excused(t) for t in result.tests) else False)
+    if ok is None and gpu_needed:
+        ok = False
+    tally.add(ok, f"{what} is told '{sub['message']}'", out)
+    shown = told or (failing[0] if failing else None)
+    verdict = (_first_line_with(shown.output or shown.reason, sub["message"]) if shown
+               else "every test that ran passed")
+    out.write(f"  {lab.id}/{sub['name']}: {result.score:g}/{result.max_score:g} — {verdict}\n")
+
+
+def _first_line_with(text: str, needle: str) -> str:
+    """The line of a failure message that carries `needle` (else its last line): for the log."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()
+             and not line.startswith(("/", "seed ", "unknown file"))]
+    return next((line for line in lines if needle in line), lines[0] if lines else "")[:160]
 
 
 def _docs(build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:
