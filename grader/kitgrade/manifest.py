@@ -1,5 +1,7 @@
 """The lab manifest (grader/labs.json): which labs exist, their steps and hints.
 
+labs.json lists the labs in order; a lab given by its id is described in grader/<id>/lab.json.
+
 The manifest is the only place the runner learns about labs, so adding a lab is one entry
 there plus its CMake targets. It is validated strictly on load: a typo in a field name or
 a step whose id does not belong to its lab would otherwise surface much later as a
@@ -92,7 +94,26 @@ def load_manifest(path: Path) -> Manifest:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ManifestError(f"{path.name}: not valid JSON: {err}") from err
+    if isinstance(data, dict) and isinstance(data.get("labs"), list):
+        data["labs"] = [_include(item, path.parent, f"{path.name}: labs[{i}]")
+                        for i, item in enumerate(data["labs"])]
     return parse_manifest(data, source=path.name)
+
+
+def _include(item: Any, grader_dir: Path, where: str) -> Any:
+    """A lab given by id is described in grader/<id>/lab.json, next to its tests."""
+    if not isinstance(item, str):
+        return item
+    lab_file = grader_dir / item / "lab.json"
+    try:
+        data = json.loads(lab_file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ManifestError(f"{where}: cannot read {item}/lab.json: {err.strerror}") from err
+    except json.JSONDecodeError as err:
+        raise ManifestError(f"{where}: {item}/lab.json is not valid JSON: {err}") from err
+    if isinstance(data, dict) and data.get("id") != item:
+        raise ManifestError(f"{where}: {item}/lab.json has id {data.get('id')!r}, expected {item!r}")
+    return data
 
 
 def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:

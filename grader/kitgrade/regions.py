@@ -13,8 +13,11 @@ exercise, and a solution cannot quietly change code the student never sees as th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from .manifest import Lab
 
 _OPEN = re.compile(r"^\s*//\s*(TODO|DONE)\(([\w.]+)\):")
 _CLOSE = re.compile(r"^\s*//\s*END\(([\w.]+)\)")
@@ -86,21 +89,21 @@ def compare_pair(stub_path: Path, solution_path: Path) -> list[str]:
     return problems
 
 
-def check_tree(root: Path, labs: list[dict]) -> list[str]:
+def check_tree(root: Path, labs: Iterable[Lab]) -> list[str]:
     """Checks every lab's student files: present in labs/ and solutions/, equal outside regions."""
     problems = []
     for lab in labs:
-        for name in lab["student_files"]:
-            stub = root / "labs" / lab["id"] / name
-            solution = root / "solutions" / lab["id"] / name
+        for name in lab.student_files:
+            stub = root / "labs" / lab.id / name
+            solution = root / "solutions" / lab.id / name
             missing = [str(p) for p in (stub, solution) if not p.is_file()]
             if missing:
                 problems.extend(f"{p}: missing" for p in missing)
                 continue
             problems.extend(compare_pair(stub, solution))
-        extra_dir = root / "solutions" / lab["id"]
+        extra_dir = root / "solutions" / lab.id
         if extra_dir.is_dir():
             for path in sorted(extra_dir.iterdir()):
-                if path.name not in lab["student_files"]:
+                if path.name not in lab.student_files:
                     problems.append(f"{path}: solutions/ holds only the files a student edits")
     return problems

@@ -116,25 +116,13 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     _section(out, "4. Every stub fails its correctness steps")
     stubs = _grade(labs, bin_dir, "student", seed, args.jobs, build_dir, out)
-    for test in stubs.tests():
-        if test.kind == "perf":
-            continue
-        ok: bool | None = test.status.is_problem
-        if test.lacked_device(stubs.gpu_available):
-            ok = False if gpu_needed else None
-        tally.add(ok, f"stub fails {test.lab} {test.id} ({test.status.value})", out)
-    for lab in stubs.labs:
-        tally.add(lab.error is None, f"stub of {lab.lab} can be graded {lab.error or ''}", out)
+    _expect_all(stubs, "stub fails", lambda t: t.status.is_problem, lambda t: t.kind != "perf",
+                gpu_needed, tally, out)
 
     _section(out, "5. Every solution passes every step")
     refs = _grade(labs, bin_dir, "reference", seed, args.jobs, build_dir, out)
-    for test in refs.tests():
-        ok = test.status is Status.PASSED
-        if test.lacked_device(refs.gpu_available):
-            ok = False if gpu_needed else None
-        tally.add(ok, f"solution passes {test.lab} {test.id} ({test.status.value} {test.reason})", out)
-    for lab in refs.labs:
-        tally.add(lab.error is None, f"solution of {lab.lab} can be graded {lab.error or ''}", out)
+    _expect_all(refs, "solution passes", lambda t: t.status is Status.PASSED, lambda t: True,
+                gpu_needed, tally, out)
 
     _section(out, "6. Wrong submissions lose the right points")
     _wrong_submissions(root, labs, bin_dir, seed, args.jobs, gpu_needed, tally, out)
@@ -316,6 +304,20 @@ def _first_line_with(text: str, needle: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()
              and not line.startswith(("/", "seed ", "unknown file"))]
     return next((line for line in lines if needle in line), lines[0] if lines else "")[:160]
+
+
+def _expect_all(run: RunResult, what: str, holds: Callable[[TestResult], bool],
+                selected: Callable[[TestResult], bool], gpu_needed: bool, tally: Tally,
+                out: TextIO) -> None:
+    """One check per selected test that `holds`; a test that lacked a GPU is a skip (or a
+    failure with --require-gpu). Every lab must also have been gradable at all."""
+    for test in filter(selected, run.tests()):
+        ok: bool | None = holds(test)
+        if test.lacked_device(run.gpu_available):
+            ok = False if gpu_needed else None
+        tally.add(ok, f"{what} {test.lab} {test.id} ({test.status.value} {test.reason})", out)
+    for lab in run.labs:
+        tally.add(lab.error is None, f"{what}: {lab.lab} can be graded {lab.error or ''}", out)
 
 
 def _docs(build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:

@@ -101,3 +101,37 @@ class ValidationTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class IncludedLabFiles(unittest.TestCase):
+    """labs.json may name a lab by id; its description then lives in grader/<id>/lab.json."""
+
+    def write(self, root, labs_json, lab_files):
+        (root / "labs.json").write_text(json.dumps(labs_json))
+        for lab_id, data in lab_files.items():
+            (root / lab_id).mkdir()
+            (root / lab_id / "lab.json").write_text(json.dumps(data))
+        return root / "labs.json"
+
+    def lab(self, lab_id):
+        name = lab_id.split("_", 1)[1]
+        return {"id": lab_id, "title": "T", "timeout_s": 5, "student_files": ["a.cu"],
+                "steps": [{"id": f"{name}.1", "title": "S", "hints": ["h"]}]}
+
+    def test_a_lab_named_by_id_is_read_from_its_folder(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(Path(tmp), {"labs": ["01_alpha"]}, {"01_alpha": self.lab("01_alpha")})
+            self.assertEqual(load_manifest(path).lab_ids(), ["01_alpha"])
+
+    def test_a_missing_or_mismatched_lab_file_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(Path(tmp), {"labs": ["01_alpha", "02_beta"]},
+                              {"01_alpha": self.lab("01_alpha")})
+            with self.assertRaises(ManifestError) as caught:
+                load_manifest(path)
+            self.assertIn("labs[1]: cannot read 02_beta/lab.json", str(caught.exception))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(Path(tmp), {"labs": ["01_alpha"]}, {"01_alpha": self.lab("02_beta")})
+            with self.assertRaises(ManifestError) as caught:
+                load_manifest(path)
+            self.assertIn("has id '02_beta', expected '01_alpha'", str(caught.exception))
