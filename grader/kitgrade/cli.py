@@ -31,7 +31,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import reports, runner, selftest, thresholds
+from . import reports, runner, sanitize, selftest, thresholds
 from .build import BuildError, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
@@ -282,6 +282,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     register_hint,
     register_grade,
     selftest.register,
+    sanitize.register,
 )
 
 

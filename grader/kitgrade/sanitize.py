@@ -1,0 +1,78 @@
+"""``kit.py sanitize LAB``: runs a lab's grader under NVIDIA compute-sanitizer.
+
+memcheck finds out-of-bounds and misaligned accesses and leaks, racecheck shared-memory data races
+(a missing __syncthreads()), synccheck barriers used wrongly (a __syncthreads() inside a branch),
+initcheck reads of uninitialised device memory. Performance tests are left out: under a sanitizer
+they are slow and their timings mean nothing.
+
+Exit codes: 0 the sanitizer found nothing, 1 it reported errors (or a test failed), 2 usage error,
+3 the build failed or compute-sanitizer / the grader binary is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import protocol, runner
+from .build import BuildError, ensure_built
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+ERROR_EXIT = 99
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sanitize", help="run a lab's grader under compute-sanitizer",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lab", help='lab: "01", "01_indexing" or "indexing"')
+    parser.add_argument("--tool", choices=TOOLS, default="memcheck")
+    parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student")
+    parser.add_argument("--filter", default="", help="GoogleTest filter (default: every test but perf)")
+    parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
+    parser.set_defaults(handler=_cmd_sanitize)
+
+
+def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
+    from .cli import UsageError, _find_lab  # late: cli imports this module
+
+    lab = _find_lab(ctx.manifest(), args.lab)
+    build_dir = (args.build_dir or ctx.root / "build").absolute()
+    sanitizer = shutil.which("compute-sanitizer") or _toolkit_sanitizer()
+    if sanitizer is None:
+        ctx.stderr.write("compute-sanitizer not found (it ships with the CUDA toolkit)\n")
+        return 3
+    if not args.no_build:
+        try:
+            ensure_built(ctx.root, build_dir, [runner.target_name(lab, args.variant)], out=ctx.stdout,
+                         quiet=True)
+        except BuildError as err:
+            ctx.stderr.write(f"build failed: {err}\n")
+            return 3
+    binary = runner.binary_path(build_dir / "bin", lab, args.variant)
+    test_filter = args.filter
+    if not test_filter:
+        try:
+            specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps])
+        except protocol.ProtocolError as err:
+            ctx.stderr.write(f"could not list tests of {binary}: {err}\n")
+            return 3
+        perf = [s.id for s in specs if s.kind == "perf"]
+        test_filter = "*" + ("-" + ":".join(perf) if perf else "")
+    if any(c in test_filter for c in "\n\0"):
+        raise UsageError("--filter must be one line")
+    argv = [sanitizer, "--tool", args.tool, "--error-exitcode", str(ERROR_EXIT), str(binary),
+            f"--gtest_filter={test_filter}"]
+    ctx.stdout.write("$ " + " ".join(argv) + "\n")
+    ctx.stdout.flush()
+    code = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
+    verdict = {0: "clean", ERROR_EXIT: f"{args.tool} reported errors"}.get(code, f"tests failed (exit {code})")
+    ctx.stdout.write(f"sanitize {lab.id} ({args.variant}, {args.tool}): {verdict}\n")
+    return 0 if code == 0 else 1
+
+
+def _toolkit_sanitizer() -> str | None:
+    candidate = Path("/usr/local/cuda/bin/compute-sanitizer")
+    return str(candidate) if candidate.is_file() else None
