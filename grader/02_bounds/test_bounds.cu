@@ -1,0 +1,488 @@
+// Grader of lab 02, bounds checks.
+//
+//   python3 grader/kit.py grade 02          every test, each in its own process, with a score
+//   build/bin/grade_02_bounds               the same tests in one process (quick, no score)
+//   KIT_SEED=1234 build/bin/grade_02_bounds --gtest_filter='*GridStride*'   replay one failure
+//   python3 grader/kit.py sanitize 02 --tool memcheck   the correctness tests under memcheck
+//
+// Steps: 1 the tail of a 1D launch, 2 both ragged edges of a 2D launch, 3 grid-stride loops over
+// grids of any size, 4 rejecting invalid launch configurations, perf a grid-stride kernel against
+// the device copy bandwidth. Every output sits between guard regions and starts poisoned, so a
+// write past either end is reported by its offset and an element nothing wrote by its index.
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bounds.h"
+#include "kit/check.h"
+#include "kit/test.h"
+
+namespace {
+
+using kit::Tolerance;
+
+// a in [-2, 2], b and the inputs in [-1, 1]: results are below 3 in magnitude, where one float
+// rounding is at most 2^-22 ~ 2.4e-7. a * x + b rounds once (fused) or twice, so 1e-6 admits both,
+// while an element computed from the wrong input, or updated twice, is off by ~1 on average.
+const Tolerance kScaleShiftTolerance{1e-6, 0.0,
+                                     "a * x + b below 3 in magnitude: one or two roundings of at "
+                                     "most 2.4e-7"};
+
+// in + u * v with every value in [-1, 1]: results below 2 in magnitude, one or two roundings of at
+// most 2.4e-7 each.
+const Tolerance kRank1Tolerance{1e-6, 0.0,
+                                "in + u * v below 2 in magnitude: one or two roundings of at most "
+                                "2.4e-7"};
+
+using BoundsHost = kit::HostTest;
+
+std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
+  return "n_" + std::to_string(info.param);
+}
+
+std::string dims(const dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+std::string describe_config(const dim3& grid, const dim3& block) {
+  return "grid " + dims(grid) + " x block " + dims(block);
+}
+
+// Random a, b and input of size n, and the expected a * in + b (computed in double, rounded once).
+struct ScaleShiftCase {
+  float a = 0, b = 0;
+  std::vector<float> in, expected;
+};
+
+ScaleShiftCase make_scale_shift_case(unsigned n) {
+  auto rng = kit::test_random();
+  ScaleShiftCase c;
+  c.a = rng.uniform(-2, 2);
+  c.b = rng.uniform(-1, 1);
+  c.in = rng.floats(n, -1, 1);
+  c.expected.resize(n);
+  for (unsigned i = 0; i < n; ++i) c.expected[i] = static_cast<float>(double(c.a) * c.in[i] + c.b);
+  return c;
+}
+
+// Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out)) on a fresh
+// case of size n and checks every element, the guards and the input.
+template <class Launcher>
+void check_scale_shift(Launcher launcher, unsigned n) {
+  const ScaleShiftCase c = make_scale_shift_case(n);
+  kit::DeviceBuffer<float> d_in(c.in);
+  kit::GuardedBuffer<float> d_out(n);
+  const kit::Launch launch = launcher(n, c.a, c.b, d_in.data(), d_out.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("out", c.expected, d_out, kScaleShiftTolerance, kit::Shape::d1(n),
+                                  launch));
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, c.in));
+}
+
+// Sizes around the warp (32) and the block (256), one of lab 01's, and two large odd sizes: every
+// one leaves a partial last block. 2^26 + 1 needs 262145 blocks; its last block has one element.
+const auto kSizes = ::testing::Values(1u, 31u, 33u, 255u, 257u, 1000u, (1u << 20) + 7,
+                                      (1u << 26) + 1);
+
+// ---- Step 1 ------------------------------------------------------------------------------------
+
+class ScaleShift : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(ScaleShift, WritesEveryElementAndNothingPastTheEnd, "bounds.1", gpu, 1,
+           "scale_shift writes a*in+b to each of the n elements and nothing past the end") {
+  check_scale_shift(
+      [](unsigned n, float a, float b, const float* in, float* out) {
+        return lab02::scale_shift(n, a, b, in, out);
+      },
+      GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShift, kSizes, size_name);
+
+// ---- Step 2 ------------------------------------------------------------------------------------
+
+struct Shape2 {
+  unsigned rows, cols;
+};
+
+class Rank1Update : public kit::GpuTestWithParam<Shape2> {};
+
+KIT_TEST_P(Rank1Update, GuardsTheRightAndTheBottomEdge, "bounds.2", gpu, 2,
+           "rank1_update writes in + u*v to every element and nothing beyond the right or the "
+           "bottom edge of the matrix") {
+  const auto [rows, cols] = GetParam();
+  auto rng = kit::test_random();
+  const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
+  const auto u = rng.floats(rows, -1, 1), v = rng.floats(cols, -1, 1);
+  std::vector<float> expected(in.size());
+  for (unsigned r = 0; r < rows; ++r)
+    for (unsigned c = 0; c < cols; ++c) {
+      const std::size_t i = std::size_t(r) * cols + c;
+      expected[i] = static_cast<float>(double(in[i]) + double(u[r]) * v[c]);
+    }
+
+  kit::DeviceBuffer<float> d_in(in), d_u(u), d_v(v);
+  kit::GuardedBuffer<float> d_out(in.size());
+  const kit::Launch launch =
+      lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(), d_out.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("out", expected, d_out, kRank1Tolerance,
+                                  kit::Shape::d2(rows, cols), launch));
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
+  EXPECT_TRUE(kit::input_unchanged("u", d_u, u));
+  EXPECT_TRUE(kit::input_unchanged("v", d_v, v));
+}
+
+// A single element; one row (the grid overhangs only the bottom, by 7 rows of threads); one
+// column (only the right, by 31 columns of threads); and 4097 x 4099, just past a multiple of the
+// block on both axes: 129 x 513 blocks of 32 x 8, overhanging by 29 columns and 7 rows.
+INSTANTIATE_TEST_SUITE_P(Shapes, Rank1Update,
+                         ::testing::Values(Shape2{1, 1}, Shape2{1, 1000}, Shape2{1000, 1},
+                                           Shape2{4097, 4099}),
+                         [](const ::testing::TestParamInfo<Shape2>& info) {
+                           return std::to_string(info.param.rows) + "x" +
+                                  std::to_string(info.param.cols);
+                         });
+
+// ---- Step 3 ------------------------------------------------------------------------------------
+
+KIT_TEST(BoundsHost, GridStrideBlocksCapsTheGrid, "bounds.3", host, 2,
+         "grid_stride_blocks: 1000 elements need 4 blocks of 256; 2^26 + 1 elements get the cap "
+         "of 1056 blocks (8 per SM on 132 SMs)") {
+  EXPECT_EQ(lab02::grid_stride_blocks(1000, 256, 1056), 4u) << "fewer elements than the cap allows";
+  EXPECT_EQ(lab02::grid_stride_blocks((1u << 26) + 1, 256, 1056), 1056u) << "more than the cap";
+  EXPECT_EQ(lab02::grid_stride_blocks(1, 256, 1056), 1u) << "one element still needs a block";
+  EXPECT_EQ(lab02::grid_stride_blocks(256 * 1056, 256, 1056), 1056u) << "exactly the cap";
+  EXPECT_EQ(lab02::grid_stride_blocks(256 * 1056 + 1, 256, 1056), 1056u) << "one element over";
+  EXPECT_EQ(lab02::grid_stride_blocks(257, 256, 1), 1u) << "a cap of one block";
+  EXPECT_EQ(lab02::grid_stride_blocks(4294967295u, 1024, 1u << 30), 4194304u)
+      << "the largest unsigned n: rounding up must not overflow";
+  auto rng = kit::test_random();
+  for (int k = 0; k < 1000; ++k) {
+    const auto n = static_cast<unsigned>(rng.uniform_int(1, 1ll << 31));
+    const auto block = static_cast<unsigned>(rng.uniform_int(1, 1024));
+    const auto cap = static_cast<unsigned>(rng.uniform_int(1, 100000));
+    const unsigned needed = n / block + (n % block != 0);
+    ASSERT_EQ(lab02::grid_stride_blocks(n, block, cap), needed < cap ? needed : cap)
+        << "grid_stride_blocks(" << n << ", " << block << ", " << cap << ")\n" << kit::seed_note();
+  }
+}
+
+// Forced grids: one block (every thread loops over n / 256 elements), seven (a number that divides
+// nothing here), and the launcher's own choice (0).
+const unsigned kForcedGrids[] = {1, 7, 0};
+
+std::string grid_name(unsigned blocks) {
+  return blocks == 0 ? std::string("the default grid") : std::to_string(blocks) + "-block grid";
+}
+
+class GridStride : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(GridStride, CoversEveryElementWithAnyGrid, "bounds.3", gpu, 1,
+           "scale_shift_grid_stride writes every element once and nothing past the end, with a "
+           "grid of 1 block, of 7 blocks and its default grid") {
+  const unsigned n = GetParam();
+  for (const unsigned blocks : kForcedGrids) {
+    SCOPED_TRACE("scale_shift_grid_stride with " + grid_name(blocks));
+    kit::Launch used;
+    check_scale_shift(
+        [&](unsigned count, float a, float b, const float* in, float* out) {
+          used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks);
+          return used;
+        },
+        n);
+    if (blocks > 0) {
+      EXPECT_EQ(used.grid.x, blocks) << "a forced grid must be launched as given";
+    } else {
+      EXPECT_LE(used.grid.x, lab02::ceil_div(n, lab02::kBlock1d))
+          << "the default grid has more blocks than elements need";
+    }
+    if (HasFailure()) return;  // one grid's report is enough to act on
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GridStride, kSizes, size_name);
+
+class GridStrideInPlace : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(GridStrideInPlace, UpdatesEachElementExactlyOnce, "bounds.3", gpu, 2,
+           "scale_shift_grid_stride in place (out == in) applies a*x+b to each element exactly "
+           "once, with 7 blocks and with its default grid") {
+  const unsigned n = GetParam();
+  for (const unsigned blocks : {7u, 0u}) {
+    SCOPED_TRACE("scale_shift_grid_stride in place with " + grid_name(blocks));
+    const ScaleShiftCase c = make_scale_shift_case(n);
+    // The data sits inside the guards: poisoned first (arming the guards), then overwritten.
+    kit::GuardedBuffer<float> d_x(n);
+    KIT_CUDA_CHECK(cudaMemcpy(d_x.data(), c.in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    const kit::Launch launch =
+        lab02::scale_shift_grid_stride(n, c.a, c.b, d_x.data(), d_x.data(), blocks);
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    // An element left as it was, or updated twice (a*(a*x+b)+b), is wrong here.
+    EXPECT_TRUE(kit::output_matches("x (updated in place)", c.expected, d_x, kScaleShiftTolerance,
+                                    kit::Shape::d1(n), launch))
+        << "each element must be handled by exactly one thread: a loop that steps by less than "
+           "the whole grid hands some elements to several threads";
+    if (HasFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GridStrideInPlace, ::testing::Values(1000u, (1u << 20) + 7),
+                         size_name);
+
+// ---- Step 4 ------------------------------------------------------------------------------------
+
+struct Config {
+  dim3 grid, block;
+};
+
+// Valid launches, the limits themselves included.
+const std::vector<Config> kValidConfigs = {
+    {dim3(1), dim3(1)},
+    {dim3(4), dim3(256)},
+    {dim3(7), dim3(96)},
+    {dim3(1), dim3(100)},
+    {dim3(1), dim3(1024)},
+    {dim3(1), dim3(1, 1024)},
+    {dim3(1), dim3(32, 32)},
+    {dim3(1), dim3(16, 1, 64)},
+    {dim3(1), dim3(1, 16, 64)},
+    {dim3(129, 513), dim3(32, 8)},
+    {dim3(2147483647u), dim3(1024)},
+    {dim3(1, 65535, 65535), dim3(1)},
+};
+
+KIT_TEST(BoundsHost, ValidateAcceptsEveryValidLaunch, "bounds.4", host, 2,
+         "validate_launch accepts valid launches, the limits included: 1024 threads, block.z 64, "
+         "grid.x 2^31 - 1, grid.y and grid.z 65535") {
+  for (const Config& c : kValidConfigs) {
+    try {
+      lab02::validate_launch(c.grid, c.block);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "validate_launch rejected the valid " << describe_config(c.grid, c.block)
+                    << ": " << e.what();
+    }
+  }
+}
+
+struct InvalidConfig {
+  dim3 grid, block;
+  std::string culprit;                // "grid" or "block": the message must name it
+  std::vector<std::string> must_say;  // the value and the limit (or "zero")
+  std::string why;
+};
+
+const std::vector<InvalidConfig> kInvalidConfigs = {
+    {dim3(1), dim3(2048), "block", {"2048", "1024"}, "2048 threads; a block holds at most 1024"},
+    {dim3(1), dim3(32, 32, 2), "block", {"2048", "1024"},
+     "32 x 32 x 2 = 2048 threads: the limit is on the product of the three dimensions"},
+    {dim3(1), dim3(64, 64), "block", {"4096", "1024"}, "64 x 64 = 4096 threads"},
+    {dim3(1), dim3(1025), "block", {"1025", "1024"}, "one thread over the limit"},
+    {dim3(1), dim3(1, 1, 128), "block", {"128", "64"},
+     "block.z is at most 64, however few threads"},
+    {dim3(1), dim3(4, 1, 65), "block", {"65", "64"}, "block.z is at most 64"},
+    {dim3(1), dim3(0), "block", {"zero"}, "a block of no threads"},
+    {dim3(1), dim3(32, 8, 0), "block", {"zero"}, "a zero z dimension"},
+    {dim3(0), dim3(256), "grid", {"zero"}, "a grid of no blocks"},
+    {dim3(4, 0), dim3(256), "grid", {"zero"}, "a zero y dimension"},
+    {dim3(1, 1, 0), dim3(32, 8), "grid", {"zero"}, "a zero z dimension"},
+    {dim3(2147483648u), dim3(256), "grid", {"2147483648", "2147483647"},
+     "grid.x is at most 2^31 - 1"},
+    {dim3(4294967295u), dim3(1), "grid", {"4294967295", "2147483647"},
+     "grid.x is at most 2^31 - 1"},
+    {dim3(1, 65536), dim3(32, 8), "grid", {"65536", "65535"}, "grid.y is at most 65535"},
+    {dim3(1, 1, 65536), dim3(32, 8), "grid", {"65536", "65535"}, "grid.z is at most 65535"},
+};
+
+KIT_TEST(BoundsHost, ValidateRejectsEachBrokenLimit, "bounds.4", host, 4,
+         "validate_launch throws std::invalid_argument naming the value and the limit, e.g. "
+         "\"block (2048,1,1) has 2048 threads; the limit is 1024\"") {
+  for (const InvalidConfig& c : kInvalidConfigs) {
+    const std::string config = describe_config(c.grid, c.block);
+    try {
+      lab02::validate_launch(c.grid, c.block);
+      ADD_FAILURE() << "validate_launch accepted " << config << " (" << c.why << ")";
+    } catch (const std::invalid_argument& e) {
+      const std::string message = e.what();
+      std::vector<std::string> missing;
+      if (message.find(c.culprit) == std::string::npos) missing.push_back(c.culprit);
+      for (const std::string& word : c.must_say)
+        if (message.find(word) == std::string::npos) missing.push_back(word);
+      if (!missing.empty()) {
+        std::string list;
+        for (const std::string& word : missing)
+          list += (list.empty() ? "\"" : ", \"") + word + "\"";
+        ADD_FAILURE() << "validate_launch rejected " << config << " (" << c.why
+                      << ") with the message \"" << message << "\", which does not say " << list
+                      << ": name the " << c.culprit << ", the value and the limit";
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "validate_launch rejected " << config << " with a different exception ("
+                    << e.what() << "); throw std::invalid_argument";
+    }
+  }
+}
+
+class LaunchConfig : public kit::GpuTest {};
+
+// True when compute-sanitizer has loaded its library into this process (Linux).
+bool under_compute_sanitizer() {
+  std::ifstream maps("/proc/self/maps");
+  const std::string text{std::istreambuf_iterator<char>(maps), std::istreambuf_iterator<char>()};
+  return text.find("libsanitizer-collection") != std::string::npos;
+}
+
+KIT_TEST(LaunchConfig, InvalidConfigurationThrowsBeforeLaunching, "bounds.4", gpu, 2,
+         "scale_shift_with_config throws std::invalid_argument for block (2048,1,1), block "
+         "(32,32,2), block (1,1,128) and grid (0,1,1) without attempting the launch") {
+  const unsigned n = 1000;
+  const ScaleShiftCase c = make_scale_shift_case(n);
+  kit::DeviceBuffer<float> d_in(c.in);
+  kit::GuardedBuffer<float> d_out(n);
+  const std::vector<Config> invalid = {{dim3(4), dim3(2048)},
+                                       {dim3(1), dim3(32, 32, 2)},
+                                       {dim3(8), dim3(1, 1, 128)},
+                                       {dim3(0), dim3(256)}};
+  for (const Config& config : invalid) {
+    const std::string what = describe_config(config.grid, config.block);
+    try {
+      lab02::scale_shift_with_config(n, c.a, c.b, d_in.data(), d_out.data(), config.grid,
+                                     config.block);
+      ADD_FAILURE() << "scale_shift_with_config returned normally for " << what
+                    << ": the GPU refused that launch, so nothing ran, and the caller was not told";
+    } catch (const std::invalid_argument&) {
+      // expected
+    } catch (const kit::CudaError& e) {
+      ADD_FAILURE() << "scale_shift_with_config threw kit::CudaError for " << what << " ("
+                    << e.what() << "): the launch was attempted and refused by the GPU; "
+                    << "validate_launch should have rejected it first, with std::invalid_argument";
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "scale_shift_with_config threw an unexpected exception for " << what << ": "
+                    << e.what();
+    }
+    const cudaError_t pending = cudaGetLastError();  // also clears it for the next configuration
+    EXPECT_EQ(pending, cudaSuccess)
+        << "after " << what << " a refused launch left the error " << cudaGetErrorName(pending)
+        << ": the launch was attempted before the configuration was checked";
+  }
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = d_out.download();
+  std::size_t written = 0;
+  for (const float x : out) written += !kit::is_poison(x);
+  EXPECT_EQ(written, 0u) << "an invalid configuration must launch nothing, yet " << written
+                         << " elements of the output were written";
+}
+
+KIT_TEST(LaunchConfig, ValidConfigurationRuns, "bounds.4", gpu, 2,
+         "scale_shift_with_config runs valid configurations as given: 7 x 96, 1 x 1024 and "
+         "4 x 256 threads for exactly as many elements") {
+  for (const Config& config : {Config{dim3(7), dim3(96)}, Config{dim3(1), dim3(1024)},
+                               Config{dim3(4), dim3(256)}}) {
+    SCOPED_TRACE("scale_shift_with_config with " + describe_config(config.grid, config.block));
+    kit::Launch used;
+    check_scale_shift(
+        [&](unsigned count, float a, float b, const float* in, float* out) {
+          used = lab02::scale_shift_with_config(count, a, b, in, out, config.grid, config.block);
+          return used;
+        },
+        config.grid.x * config.block.x);
+    EXPECT_EQ(describe_config(used.grid, used.block), describe_config(config.grid, config.block))
+        << "the launcher must return the configuration it launched";
+  }
+}
+
+KIT_TEST(LaunchConfig, RefusedLaunchThrows, "bounds.4", gpu, 2,
+         "scale_shift_with_config throws kit::CudaError when the GPU refuses a launch for a reason "
+         "validate_launch does not check: 1 MiB of dynamic shared memory per block") {
+  // compute-sanitizer reports every launch the GPU refuses as an error, this deliberate one too;
+  // the test checks host-side error handling, which the sanitizer has nothing to add to.
+  if (under_compute_sanitizer())
+    GTEST_SKIP() << "not run under compute-sanitizer: it makes the GPU refuse a launch on purpose";
+  const unsigned n = 256;
+  const ScaleShiftCase c = make_scale_shift_case(n);
+  kit::DeviceBuffer<float> d_in(c.in);
+  kit::GuardedBuffer<float> d_out(n);
+  const std::size_t shared_bytes = 1 << 20;  // far above any GPU's shared memory per block
+  try {
+    lab02::scale_shift_with_config(n, c.a, c.b, d_in.data(), d_out.data(), dim3(1), dim3(256),
+                                   shared_bytes);
+    ADD_FAILURE() << "scale_shift_with_config returned normally, but the GPU refused the launch ("
+                  << cudaGetErrorName(cudaPeekAtLastError()) << "): nothing ran and the caller "
+                  << "was not told. A launch returns nothing; its result has to be asked for.";
+  } catch (const kit::CudaError&) {
+    // expected: the launch check reported the refusal
+  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "validate_launch rejected grid (1,1,1) x block (256,1,1), which is within "
+                  << "every limit it checks: " << e.what();
+  }
+  const cudaError_t pending = cudaGetLastError();
+  EXPECT_EQ(pending, cudaSuccess) << "the refused launch's error " << cudaGetErrorName(pending)
+                                  << " was left behind, for the next CUDA call to report";
+}
+
+// ---- Performance -------------------------------------------------------------------------------
+
+class ScaleShiftFast : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(ScaleShiftFast, ComputesTheSameAsScaleShift, "bounds.perf", gpu, 1,
+           "scale_shift_fast writes a*in+b to every element, none outside the output") {
+  check_scale_shift(
+      [](unsigned n, float a, float b, const float* in, float* out) {
+        return lab02::scale_shift_fast(n, a, b, in, out);
+      },
+      GetParam());
+}
+
+// Sizes that leave partial tiles for kernels that give a thread several elements, and one large
+// enough that the default grid is capped and every thread loops.
+INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShiftFast,
+                         ::testing::Values(1u, 33u, 1000u, 4097u, (1u << 20) + 7,
+                                           (1u << 26) + 1),
+                         size_name);
+
+using BoundsPerf = kit::PerfTest;
+
+KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
+         "scale_shift_fast moves its bytes at a large fraction of the device copy bandwidth, "
+         "same run") {
+  // 2 x 256 MiB: more than 5 times the L2 cache of any current GPU, so every run streams from
+  // device memory.
+  const unsigned n = 1u << 26;
+  auto rng = kit::test_random();
+  float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
+  auto in = rng.floats(n, -1, 1);
+  kit::DeviceBuffer<float> d_in(in), d_copy(n);
+  kit::GuardedBuffer<float> d_out(n);
+
+  // The timed kernel must compute the right thing at this size too, before and after timing (on
+  // fresh inputs after, so a kernel that skips or caches work is caught).
+  auto check = [&](const char* when) {
+    std::vector<float> expected(n);
+    for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * in[i] + b);
+    d_out.poison();
+    const kit::Launch launch = lab02::scale_shift_fast(n, a, b, d_in.data(), d_out.data());
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", expected, d_out,
+                                    kScaleShiftTolerance, kit::Shape::d1(n), launch));
+  };
+  check("before timing");
+  if (HasFailure()) return;
+
+  // One float read and one written per element, against a copy of the same 256 MiB (counted the
+  // same way: bytes read plus bytes written).
+  const kit::Timed student{"scale_shift_fast", 2.0 * sizeof(float) * n, [&](cudaStream_t stream) {
+                             lab02::scale_shift_fast(n, a, b, d_in.data(), d_out.data(), stream);
+                           }};
+  expect_ratio_at_least(student, kit::device_copy_ceiling(d_in.data(), d_copy.data(), n * 4ull),
+                        "bounds.grid_stride_vs_device_copy", "GB/s", 1e-9);
+
+  a = rng.uniform(-2, 2);
+  b = rng.uniform(-1, 1);
+  in = rng.floats(n, -1, 1);
+  d_in.upload(in);
+  check("after timing, fresh inputs");
+}
+
+}  // namespace
