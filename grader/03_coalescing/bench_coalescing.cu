@@ -1,0 +1,98 @@
+// Benchmark of lab 03: each kernel's rate, next to the rates it is compared with. The transposes
+// are reported as GB/s and as a fraction of cudaMemcpy (the performance step's bar); the matrix
+// multiplies as TFLOP/s; the particle step for AoS and SoA side by side.
+//
+//   build/bin/bench_03_coalescing             your kernels
+//   build/bin/bench_03_coalescing_reference   the reference solution's
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "coalescing.h"
+#include "kit/buffers.h"
+#include "kit/device_info.h"
+#include "kit/random.h"
+#include "kit/timing.h"
+
+namespace {
+
+// Median milliseconds of `run` (L2 flushed before each run), reported as one iteration.
+double time_ms(benchmark::State& state, const std::function<void(cudaStream_t)>& run) {
+  double ms = 0;
+  for (auto _ : state) {
+    ms = kit::median_ms(run, 11, 2);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  return ms;
+}
+
+void BM_Integrate(benchmark::State& state, bool soa) {
+  const auto n = static_cast<unsigned>(state.range(0));
+  kit::Random rng(1);
+  const auto f = rng.floats(std::size_t(4) * n, -1, 1);
+  kit::DeviceBuffer<float> aos(f), x(n), y(n), vx(n), vy(n);
+  const lab03::ParticlesSoA p{x.data(), y.data(), vx.data(), vy.data()};
+  lab03::aos_to_soa(n, reinterpret_cast<const lab03::Particle*>(aos.data()), p);
+  const double ms = time_ms(state, [&](cudaStream_t s) {
+    if (soa)
+      lab03::integrate_soa(n, 0.01f, p, s);
+    else
+      lab03::integrate_aos(n, 0.01f, reinterpret_cast<lab03::Particle*>(aos.data()), s);
+  });
+  state.counters["GB/s"] = 24.0 * n / (ms * 1e-3) * 1e-9;  // 4 floats read, 2 written per particle
+}
+BENCHMARK_CAPTURE(BM_Integrate, aos, false)->UseManualTime()->Iterations(1)->Arg(1 << 24);
+BENCHMARK_CAPTURE(BM_Integrate, soa, true)->UseManualTime()->Iterations(1)->Arg(1 << 24);
+
+using TransposeFn = kit::Launch (*)(unsigned, unsigned, const float*, float*, cudaStream_t);
+
+void BM_Transpose(benchmark::State& state, TransposeFn transpose) {
+  const auto size = static_cast<unsigned>(state.range(0));
+  const std::size_t n = std::size_t(size) * size;
+  kit::Random rng(1);
+  kit::DeviceBuffer<float> in(rng.floats(n, -1, 1)), out(n);
+  const kit::Timed copy = kit::device_copy_ceiling(in.data(), out.data(), n * sizeof(float));
+  const double copy_ms = kit::median_ms(copy.run, 11, 2);
+  const double ms = time_ms(state, [&](cudaStream_t s) { transpose(size, size, in.data(), out.data(), s); });
+  state.counters["GB/s"] = 2.0 * n * sizeof(float) / (ms * 1e-3) * 1e-9;
+  state.counters["copy_ratio"] = copy_ms / ms;
+}
+BENCHMARK_CAPTURE(BM_Transpose, naive, lab03::transpose_naive)->UseManualTime()->Iterations(1)->Arg(8192);
+BENCHMARK_CAPTURE(BM_Transpose, tiled, lab03::transpose_tiled)->UseManualTime()->Iterations(1)->Arg(8192);
+BENCHMARK_CAPTURE(BM_Transpose, padded, lab03::transpose_padded)->UseManualTime()->Iterations(1)->Arg(8192);
+
+using MatmulFn = kit::Launch (*)(unsigned, unsigned, unsigned, const float*, const float*, float*,
+                                 cudaStream_t);
+
+void BM_Matmul(benchmark::State& state, MatmulFn matmul) {
+  const auto s = static_cast<unsigned>(state.range(0));
+  const std::size_t n = std::size_t(s) * s;
+  kit::Random rng(1);
+  kit::DeviceBuffer<float> a(rng.floats(n, -1, 1)), b(rng.floats(n, -1, 1)), c(n);
+  const double ms = time_ms(state, [&](cudaStream_t st) { matmul(s, s, s, a.data(), b.data(), c.data(), st); });
+  state.counters["TFLOP/s"] = 2.0 * s * s * s / (ms * 1e-3) * 1e-12;
+}
+BENCHMARK_CAPTURE(BM_Matmul, bad_mapping, lab03::matmul_bad_mapping)->UseManualTime()->Iterations(1)->Arg(2048);
+BENCHMARK_CAPTURE(BM_Matmul, fixed_mapping, lab03::matmul)->UseManualTime()->Iterations(1)->Arg(2048);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const kit::DeviceInfo device = kit::query_device();
+  if (!device.available) {
+    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
+    return 0;
+  }
+  benchmark::AddCustomContext("gpu", kit::summary(device));
+  benchmark::Initialize(&argc, argv);
+  try {
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
+    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,892 @@
+// Grader of lab 03, memory coalescing.
+//
+//   python3 grader/kit.py grade 03          every test, each in its own process, with a score
+//   build/bin/grade_03_coalescing           the same tests in one process (quick, no score)
+//   build/bin/grade_03_coalescing --gtest_filter='*Model*'   the access-model checks: no GPU needed
+//
+// Steps: 1 array of structs to struct of arrays, 2 the thread mapping of a matrix multiply,
+// 3 transpose (naive, shared-memory tile, padded tile), perf the padded transpose against
+// cudaMemcpy and against a naive transpose, and the fixed matmul mapping against the bad one.
+//
+// The index mappings of coalescing_math.cuh are plain host code too. The "Model" tests replay
+// warps of each kernel through access_model.h (a host model of 32-byte sectors and shared-memory
+// banks) and report how many sectors each load and store touches, so a correct but uncoalesced
+// kernel loses the points of its access pattern while keeping those of its results.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "access_model.h"
+#include "coalescing.h"
+#include "kit/check.h"
+#include "kit/test.h"
+
+namespace {
+
+namespace am = access_model;
+using lab03::MatIndex;
+
+constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // float: 2^-24, half an ulp of 1
+
+// ---- Helpers ------------------------------------------------------------------------------------
+
+am::Coord coord(dim3 d) { return {d.x, d.y, d.z}; }
+uint3 as_uint3(am::Coord c) { return make_uint3(c.x, c.y, c.z); }
+std::string show(am::Coord c) {
+  return "(" + std::to_string(c.x) + "," + std::to_string(c.y) + "," + std::to_string(c.z) + ")";
+}
+
+// An output check like kit::output_matches, for outputs whose owner under the kit's usual mapping
+// would be misleading (a transpose, the fields of aos_to_soa): no owner is named. `extra`, when
+// given, adds a line per listed mismatch (where the wrong value came from).
+template <class T>
+::testing::AssertionResult matches(const std::string& what, const std::vector<T>& expected,
+                                   const kit::GuardedBuffer<T>& out, const kit::Tolerance& tol,
+                                   const kit::Shape& shape,
+                                   const std::function<std::string(const kit::Comparison&)>& extra = {}) {
+  std::string problems;
+  const auto hits = out.guard_writes();
+  if (!hits.empty()) problems += what + ": " + kit::describe_guard_writes(hits, out.size()) + "\n";
+  const kit::Comparison cmp = kit::compare_values(expected, out.download(), tol);
+  if (!cmp.ok()) {
+    problems += kit::describe_mismatches(what, cmp, tol, shape, nullptr) + "\n";
+    if (extra) problems += extra(cmp);
+  }
+  if (problems.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << problems << kit::seed_note();
+}
+
+// What an access must look like, and one sampled warp's version of it.
+struct Expect {
+  unsigned sectors;           // sectors per request
+  std::uint64_t useful_bytes; // distinct bytes the 32 lanes ask for
+  const char* meaning;        // "32 neighbouring floats", "one float shared by all 32 lanes"
+};
+const Expect kCoalesced{4, 128, "32 neighbouring floats: 128 bytes in 4 sectors"};
+const Expect kBroadcast{1, 4, "one float that all 32 lanes share: 1 sector"};
+
+struct WarpSample {
+  std::string where;  // "warp 0 of block (0,0,0)"
+  am::WarpAddresses lanes;
+  std::uint64_t base;
+};
+
+// Passes when every sampled warp's request matches `want`; otherwise names the first warp that
+// does not, with its sector count, the ideal, and the first lanes' byte offsets.
+::testing::AssertionResult global_access(const std::string& what,
+                                         const std::vector<WarpSample>& samples, const Expect& want) {
+  int bad = 0;
+  std::ostringstream first;
+  for (const WarpSample& s : samples) {
+    const am::GlobalRequest r = am::global_request(s.lanes, 4);
+    if (r.sectors == want.sectors && r.useful_bytes == want.useful_bytes) continue;
+    if (bad++ > 0) continue;
+    if (r.active_lanes == 0) {
+      first << what << ": no lane of " << s.where << " makes this access (is the mapping written?)\n";
+      continue;
+    }
+    first << what << ": " << s.where << " touches " << r.sectors
+          << (r.sectors == 1 ? " sector" : " sectors") << " per request; ideal " << want.sectors
+          << " (" << want.meaning << ").\n  model: " << am::describe(r)
+          << "\n  your lanes: " << am::describe_lanes(s.lanes, s.base) << "\n";
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << first.str() << "  " << bad << " of " << samples.size()
+                                       << " sampled warps are like this.";
+}
+
+// The same for shared memory: in every sampled warp the 32 lanes must touch 32 different words
+// (each moves its own element) in one wavefront (no bank conflict).
+::testing::AssertionResult conflict_free(const std::string& what,
+                                         const std::vector<WarpSample>& samples) {
+  int bad = 0;
+  std::ostringstream first;
+  for (const WarpSample& s : samples) {
+    const am::SharedRequest r = am::shared_request(s.lanes);
+    const am::GlobalRequest bytes = am::global_request(s.lanes, 4);  // for its distinct bytes
+    const std::uint64_t words = bytes.useful_bytes / 4;
+    if (r.wavefronts == 1 && words == am::kWarpSize) continue;
+    if (bad++ > 0) continue;
+    if (words != am::kWarpSize)
+      first << what << ": the 32 lanes of " << s.where << " touch " << words
+            << " different tile positions, not 32: each lane should move its own element.\n";
+    else
+      first << what << ": " << s.where << " needs " << am::describe(r) << "; ideal 1.\n";
+    first << "  your lanes' byte offsets in the tile: " << am::describe_lanes(s.lanes, s.base) << "\n";
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << first.str() << "  " << bad << " of " << samples.size()
+                                       << " sampled warps are like this.";
+}
+
+// Blocks to sample in a grid: the first, one inside, and the last (full tiles only when the
+// matrix is a multiple of the block, which the model tests choose).
+std::vector<am::Coord> sample_blocks(dim3 grid) {
+  std::vector<am::Coord> blocks = {{0, 0, 0}, {grid.x / 2, grid.y / 2, 0}, {grid.x - 1, grid.y - 1, 0}};
+  if (grid.x > 1 || grid.y > 1) blocks.push_back({grid.x > 1 ? 1u : 0u, grid.y > 1 ? 1u : 0u, 0});
+  return blocks;
+}
+
+// One sample per warp of each sampled block: the addresses `element(block, thread)` gives, as
+// base + 4 * index (nothing for a thread that makes no access).
+template <class ElementFn>
+std::vector<WarpSample> sample_warps(const kit::Launch& launch, std::uint64_t base, ElementFn element) {
+  std::vector<WarpSample> samples;
+  const am::Coord block_dim = coord(launch.block);
+  for (const am::Coord& b : sample_blocks(launch.grid)) {
+    for (unsigned w = 0; w < am::warps_per_block(block_dim); ++w) {
+      samples.push_back({"warp " + std::to_string(w) + " of block " + show(b),
+                         am::warp_addresses(block_dim, w, base, 4,
+                                            [&](am::Coord t) { return element(b, t); }),
+                         base});
+    }
+  }
+  return samples;
+}
+
+using Index = std::optional<std::uint64_t>;
+
+// ---- Step 1: array of structs to struct of arrays ----------------------------------------------
+
+using CoalescingHost = kit::HostTest;
+
+// Byte bases of the arrays in the model: far apart and 256-byte aligned, like cudaMalloc's.
+constexpr std::uint64_t kArrayBase = 1ull << 40;
+std::uint64_t field_base(unsigned field) { return kArrayBase * (field + 2); }
+
+KIT_TEST(CoalescingHost, AosLayoutDecodesFieldAndParticle, "coalescing.1", host, 2,
+         "aos_field and aos_particle: float 4p + f of the AoS array is field f of particle p") {
+  EXPECT_EQ(lab03::aos_field(9), 1u) << "float 9 is y (field 1) of particle 2";
+  EXPECT_EQ(lab03::aos_particle(9), 2u) << "float 9 is y (field 1) of particle 2";
+  EXPECT_EQ(lab03::aos_field(0), 0u);
+  EXPECT_EQ(lab03::aos_particle(3), 0u) << "floats 0..3 are particle 0";
+  EXPECT_EQ(lab03::aos_field(3), 3u) << "float 3 is vy (field 3) of particle 0";
+  EXPECT_EQ(lab03::aos_particle(4), 1u) << "float 4 starts particle 1";
+  auto rng = kit::test_random();
+  for (int i = 0; i < 1000; ++i) {
+    const auto p = static_cast<std::size_t>(rng.uniform_int(0, 1ll << 33));
+    const auto f = static_cast<unsigned>(rng.uniform_int(0, 3));
+    ASSERT_EQ(lab03::aos_field(4 * p + f), f) << "float " << 4 * p + f << "\n" << kit::seed_note();
+    ASSERT_EQ(lab03::aos_particle(4 * p + f), p) << "float " << 4 * p + f << "\n" << kit::seed_note();
+  }
+}
+
+KIT_TEST(CoalescingHost, AosToSoaCopiesEveryFloatOnce, "coalescing.1", host, 2,
+         "aos_to_soa_source gives each of the 4n floats exactly one thread (n = 1, 33, 1000, 4097)") {
+  for (unsigned n : {1u, 33u, 1000u, 4097u}) {
+    const kit::Launch launch = lab03::aos_to_soa_config(n);
+    const std::size_t floats = std::size_t(lab03::kParticleFields) * n;
+    std::vector<int> copies(floats, 0);
+    for (unsigned b = 0; b < launch.grid.x; ++b)
+      for (unsigned t = 0; t < launch.block.x; ++t) {
+        const std::size_t f =
+            lab03::aos_to_soa_source(make_uint3(b, 0, 0), launch.block, make_uint3(t, 0, 0), n);
+        if (f < floats) ++copies[f];
+      }
+    const auto missing = std::count(copies.begin(), copies.end(), 0);
+    const auto twice = std::count_if(copies.begin(), copies.end(), [](int c) { return c > 1; });
+    EXPECT_TRUE(missing == 0 && twice == 0)
+        << "n = " << n << " particles (" << floats << " floats, " << launch.grid.x << " blocks of "
+        << launch.block.x << "): " << missing << " floats copied by no thread, " << twice
+        << " by several; first uncopied float: "
+        << (std::find(copies.begin(), copies.end(), 0) - copies.begin());
+  }
+}
+
+KIT_TEST(CoalescingHost, ModelAosToSoaLoadIsCoalesced, "coalescing.1", host, 2,
+         "model: a warp of aos_to_soa_kernel loads 32 neighbouring floats (4 sectors, not 16)") {
+  const unsigned n = 1u << 20;
+  const kit::Launch launch = lab03::aos_to_soa_config(n);
+  const auto samples = sample_warps(launch, kArrayBase, [&](am::Coord b, am::Coord t) -> Index {
+    const std::size_t f = lab03::aos_to_soa_source(as_uint3(b), launch.block, as_uint3(t), n);
+    if (f >= std::size_t(lab03::kParticleFields) * n) return std::nullopt;
+    return f;
+  });
+  EXPECT_TRUE(global_access("the load of aos[f] in aos_to_soa_kernel (n = 2^20)", samples, kCoalesced));
+}
+
+KIT_TEST(CoalescingHost, ModelAosToSoaStoreIsCoalesced, "coalescing.1", host, 1,
+         "model: a warp of aos_to_soa_kernel stores 128 bytes in 4 sectors over the 4 field arrays") {
+  const unsigned n = 1u << 20;
+  const kit::Launch launch = lab03::aos_to_soa_config(n);
+  std::vector<WarpSample> samples;
+  const am::Coord block_dim = coord(launch.block);
+  for (const am::Coord& b : sample_blocks(launch.grid))
+    for (unsigned w = 0; w < am::warps_per_block(block_dim); ++w) {
+      am::WarpAddresses lanes{};
+      const auto threads = am::warp_threads(block_dim, w);
+      for (unsigned lane = 0; lane < am::kWarpSize; ++lane) {
+        const std::size_t f = lab03::aos_to_soa_source(as_uint3(b), launch.block, as_uint3(*threads[lane]), n);
+        if (f < std::size_t(lab03::kParticleFields) * n)
+          lanes[lane] = field_base(lab03::aos_field(f)) + 4 * lab03::aos_particle(f);
+      }
+      samples.push_back({"warp " + std::to_string(w) + " of block " + show(b), lanes, field_base(0)});
+    }
+  EXPECT_TRUE(global_access("the store into the field arrays in aos_to_soa_kernel (n = 2^20)",
+                            samples, kCoalesced));
+}
+
+KIT_TEST(CoalescingHost, ModelIntegrateSoaLoadIsCoalesced, "coalescing.1", host, 1,
+         "model: integrate_soa_kernel loads x[i] in 4 sectors per warp (the AoS kernel needs 16)") {
+  const unsigned n = 1u << 20;
+  const kit::Launch launch = lab03::integrate_config(n);
+  const auto samples = sample_warps(launch, field_base(0), [&](am::Coord b, am::Coord t) -> Index {
+    const std::size_t i = lab03::particle_of_thread(as_uint3(b), launch.block, as_uint3(t));
+    if (i >= n) return std::nullopt;
+    return i;
+  });
+  // For comparison in the message: the given AoS kernel's load of p[i].x (16-byte stride).
+  const auto aos = am::global_request(
+      am::warp_addresses(coord(launch.block), 0, kArrayBase, 16,
+                         [](am::Coord t) -> Index { return t.x; }),
+      4);
+  EXPECT_TRUE(global_access("the load of x[i] in integrate_soa_kernel (n = 2^20)", samples, kCoalesced))
+      << "\n  (the given integrate_aos_kernel's load of p[i].x: " << am::describe(aos) << ")";
+}
+
+class AosToSoa : public kit::GpuTestWithParam<unsigned> {};
+
+std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
+  return "n_" + std::to_string(info.param);
+}
+
+// Random particles: positions in [-1, 1], velocities in [-1, 1].
+std::vector<lab03::Particle> random_particles(kit::Random& rng, unsigned n) {
+  const auto f = rng.floats(std::size_t(4) * n, -1, 1);
+  std::vector<lab03::Particle> p(n);
+  for (unsigned i = 0; i < n; ++i) p[i] = {f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]};
+  return p;
+}
+
+KIT_TEST_P(AosToSoa, CopiesEveryFieldToItsArray, "coalescing.1", gpu, 1,
+           "aos_to_soa puts each particle's x, y, vx, vy at its index in the four arrays") {
+  const unsigned n = GetParam();
+  auto rng = kit::test_random();
+  const auto particles = random_particles(rng, n);
+  std::vector<float> x(n), y(n), vx(n), vy(n);
+  for (unsigned i = 0; i < n; ++i) {
+    x[i] = particles[i].x;
+    y[i] = particles[i].y;
+    vx[i] = particles[i].vx;
+    vy[i] = particles[i].vy;
+  }
+  kit::DeviceBuffer<lab03::Particle> d_aos(particles);
+  kit::GuardedBuffer<float> d_x(n), d_y(n), d_vx(n), d_vy(n);
+  lab03::aos_to_soa(n, d_aos.data(), {d_x.data(), d_y.data(), d_vx.data(), d_vy.data()});
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto exact = kit::Tolerance::exact("a copy changes no bit");
+  EXPECT_TRUE(matches("x", x, d_x, exact, kit::Shape::d1(n)));
+  EXPECT_TRUE(matches("y", y, d_y, exact, kit::Shape::d1(n)));
+  EXPECT_TRUE(matches("vx", vx, d_vx, exact, kit::Shape::d1(n)));
+  EXPECT_TRUE(matches("vy", vy, d_vy, exact, kit::Shape::d1(n)));
+  const auto after = d_aos.download();
+  EXPECT_EQ(std::memcmp(after.data(), particles.data(), particles.size() * sizeof(lab03::Particle)), 0)
+      << "the AoS input was modified by the kernel (inputs are read-only)\n" << kit::seed_note();
+}
+
+// Sizes around the warp and block sizes, and one large odd size.
+INSTANTIATE_TEST_SUITE_P(Sizes, AosToSoa,
+                         ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
+
+// x + vx * dt with |x|, |vx| <= 1 and dt <= 0.1 is below 1.1 in magnitude: a separate multiply
+// and add round twice (2 x 2^-24 x 1.1 < 1.4e-7), a fused multiply-add once. 2e-7 admits both; a
+// wrong velocity or a missing update is off by ~dt / 2 ~ 0.03 on average.
+const kit::Tolerance kEulerTolerance{2e-7, 0.0,
+                                     "x + vx*dt below 1.1 in magnitude: at most 2 roundings of "
+                                     "2^-24 x 1.1, fused or not"};
+
+class IntegrateSoa : public kit::GpuTestWithParam<unsigned> {};
+
+KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1,
+           "integrate_soa adds vx*dt to x and vy*dt to y of every particle, in place") {
+  const unsigned n = GetParam();
+  auto rng = kit::test_random();
+  const float dt = rng.uniform(0.01f, 0.1f);
+  const auto x = rng.floats(n, -1, 1), y = rng.floats(n, -1, 1), vx = rng.floats(n, -1, 1),
+             vy = rng.floats(n, -1, 1);
+  std::vector<float> want_x(n), want_y(n);
+  for (unsigned i = 0; i < n; ++i) {
+    want_x[i] = static_cast<float>(double(x[i]) + double(vx[i]) * dt);
+    want_y[i] = static_cast<float>(double(y[i]) + double(vy[i]) * dt);
+  }
+  kit::GuardedBuffer<float> d_x(n), d_y(n);  // updated in place: load the positions into them
+  KIT_CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  KIT_CUDA_CHECK(cudaMemcpy(d_y.data(), y.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  kit::DeviceBuffer<float> d_vx(vx), d_vy(vy);
+  const kit::Launch launch =
+      lab03::integrate_soa(n, dt, {d_x.data(), d_y.data(), d_vx.data(), d_vy.data()});
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("x", want_x, d_x, kEulerTolerance, kit::Shape::d1(n), launch));
+  EXPECT_TRUE(kit::output_matches("y", want_y, d_y, kEulerTolerance, kit::Shape::d1(n), launch));
+  EXPECT_TRUE(kit::input_unchanged("vx", d_vx, vx));
+  EXPECT_TRUE(kit::input_unchanged("vy", d_vy, vy));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, IntegrateSoa,
+                         ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
+
+// ---- Step 2: the thread mapping of a matrix multiply -------------------------------------------
+
+KIT_TEST(CoalescingHost, MatmulElementTakesTheColumnFromX, "coalescing.2", host, 2,
+         "matmul_element: thread (5,3,0) of block (2,1,0), blocks of 32 x 8, computes C(11, 69)") {
+  const dim3 block = lab03::matmul_block();
+  const MatIndex e = lab03::matmul_element(make_uint3(2, 1, 0), block, make_uint3(5, 3, 0));
+  EXPECT_EQ(e.row, 11u) << "row = blockIdx.y * 8 + threadIdx.y = 1 * 8 + 3";
+  EXPECT_EQ(e.col, 69u) << "col = blockIdx.x * 32 + threadIdx.x = 2 * 32 + 5";
+  const MatIndex first = lab03::matmul_element(make_uint3(0, 0, 0), block, make_uint3(0, 0, 0));
+  EXPECT_TRUE(first.row == 0 && first.col == 0) << "thread (0,0,0) of block (0,0,0) computes C(0, 0)";
+}
+
+KIT_TEST(CoalescingHost, MatmulGridCoversEveryElementOnce, "coalescing.2", host, 2,
+         "matmul_grid and matmul_element give each element of C one thread (1000x1100, 33x65, 1x1)") {
+  struct Mn { unsigned m, n; };
+  for (const Mn& s : {Mn{1000, 1100}, Mn{33, 65}, Mn{1, 1}, Mn{1, 1000}, Mn{1000, 1}}) {
+    const kit::Launch launch = lab03::matmul_config(s.m, s.n);
+    ASSERT_GT(launch.grid.x * launch.grid.y * launch.grid.z, 0u)
+        << "matmul_grid(" << s.m << ", " << s.n << ") has a zero component";
+    std::vector<int> count(std::size_t(s.m) * s.n, 0);
+    for (unsigned bz = 0; bz < launch.grid.z; ++bz)
+      for (unsigned by = 0; by < launch.grid.y; ++by)
+        for (unsigned bx = 0; bx < launch.grid.x; ++bx)
+          for (unsigned tz = 0; tz < launch.block.z; ++tz)
+            for (unsigned ty = 0; ty < launch.block.y; ++ty)
+              for (unsigned tx = 0; tx < launch.block.x; ++tx) {
+                const MatIndex e = lab03::matmul_element(make_uint3(bx, by, bz), launch.block,
+                                                         make_uint3(tx, ty, tz));
+                if (e.row < s.m && e.col < s.n) ++count[std::size_t(e.row) * s.n + e.col];
+              }
+    const auto none = std::count(count.begin(), count.end(), 0);
+    const auto several = std::count_if(count.begin(), count.end(), [](int c) { return c > 1; });
+    const auto first_none = std::find(count.begin(), count.end(), 0) - count.begin();
+    EXPECT_TRUE(none == 0 && several == 0)
+        << "C is " << s.m << " x " << s.n << ", grid " << kit::describe_launch(launch) << ": "
+        << none << " elements get no thread, " << several << " get several"
+        << (none ? "; first without a thread: (row " + std::to_string(first_none / s.n) + ", col " +
+                       std::to_string(first_none % s.n) + ")"
+                 : std::string());
+  }
+}
+
+// The model's matrices: 1024 x 1024 x 1024, so every row starts on a 128-byte boundary and every
+// sampled warp is full.
+constexpr unsigned kModelSize = 1024;
+
+// Samples of one access of the matmul at loop step `i` (0 .. k-1) under the student's mapping.
+template <class IndexFn>
+std::vector<WarpSample> matmul_samples(IndexFn index) {
+  const unsigned s = kModelSize;
+  const kit::Launch launch = lab03::matmul_config(s, s);
+  std::vector<WarpSample> all;
+  for (unsigned i : {0u, 1u, 517u}) {
+    auto part = sample_warps(launch, kArrayBase, [&](am::Coord b, am::Coord t) -> Index {
+      const MatIndex e = lab03::matmul_element(as_uint3(b), launch.block, as_uint3(t));
+      if (e.row >= s || e.col >= s) return std::nullopt;
+      return index(e, i);
+    });
+    for (auto& p : part) p.where += " at loop step " + std::to_string(i);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+KIT_TEST(CoalescingHost, ModelMatmulStoreOfCIsCoalesced, "coalescing.2", host, 2,
+         "model: a warp of matmul_kernel stores 32 neighbouring elements of C (4 sectors, not 32)") {
+  const std::uint64_t n = kModelSize;
+  EXPECT_TRUE(global_access("the store of C[row * n + col] (1024^3)",
+                            matmul_samples([&](MatIndex e, unsigned) { return e.row * n + e.col; }),
+                            kCoalesced));
+}
+
+KIT_TEST(CoalescingHost, ModelMatmulLoadOfBIsCoalesced, "coalescing.2", host, 2,
+         "model: a warp of matmul_kernel loads 32 neighbouring elements of B per step (4 sectors)") {
+  const std::uint64_t n = kModelSize;
+  EXPECT_TRUE(global_access("the load of B[i * n + col] (1024^3)",
+                            matmul_samples([&](MatIndex e, unsigned i) { return i * n + e.col; }),
+                            kCoalesced));
+}
+
+KIT_TEST(CoalescingHost, ModelMatmulLoadOfAIsABroadcast, "coalescing.2", host, 1,
+         "model: the 32 lanes of a warp of matmul_kernel share one element of A per step (1 sector)") {
+  const std::uint64_t k = kModelSize;
+  EXPECT_TRUE(global_access("the load of A[row * k + i] (1024^3)",
+                            matmul_samples([&](MatIndex e, unsigned i) { return e.row * k + i; }),
+                            kBroadcast));
+}
+
+struct Mnk {
+  unsigned m, n, k;
+};
+
+// C = A B for A m x k and B k x n, row-major, in double; `abs_sum` gets sum |a_ij b_jl| per element.
+void reference_matmul(const Mnk& s, const std::vector<float>& a, const std::vector<float>& b,
+                      std::vector<double>& c, std::vector<double>& abs_sum) {
+  c.assign(std::size_t(s.m) * s.n, 0.0);
+  abs_sum.assign(c.size(), 0.0);
+  for (unsigned r = 0; r < s.m; ++r)
+    for (unsigned i = 0; i < s.k; ++i) {
+      const double av = a[std::size_t(r) * s.k + i];
+      const float* brow = &b[std::size_t(i) * s.n];
+      double* crow = &c[std::size_t(r) * s.n];
+      double* srow = &abs_sum[std::size_t(r) * s.n];
+      for (unsigned col = 0; col < s.n; ++col) {
+        crow[col] += av * brow[col];
+        srow[col] += std::fabs(av * brow[col]);
+      }
+    }
+}
+
+// A float dot product of k terms, summed in any order, fused or not, is within
+// gamma_k * sum |a_i b_i| of the exact value, gamma_k = k u / (1 - k u) with u = 2^-24 (Higham,
+// Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1); rounding the double
+// reference to float adds u |c| <= u * sum |a_i b_i|. So the bound grows linearly with k. It is a
+// worst case, never reached in practice (errors grow like sqrt(k) on average), so it cannot fail a
+// correct kernel, while an element built from a wrong row, a wrong column or a missing term is off
+// by about 1/4 per wrong term (the mean of |a b|), far above it (k = 700: max sum ~200, bound ~0.009).
+kit::Tolerance matmul_tolerance(unsigned k, double max_abs_sum) {
+  const double ku = (k + 1) * kUnitRoundoff;
+  std::ostringstream why;
+  why << "a float dot product of k = " << k << " terms in any order: |error| <= (k + 1) u / (1 - k u) "
+      << "x max sum|a b| = " << max_abs_sum << ", u = 2^-24";
+  return {ku / (1.0 - ku) * max_abs_sum, 0.0, why.str()};
+}
+
+class Matmul : public kit::GpuTestWithParam<Mnk> {};
+
+KIT_TEST_P(Matmul, MatchesADoublePrecisionProduct, "coalescing.2", gpu, 1,
+           "matmul computes C = A B within a rounding bound that grows with k") {
+  const Mnk s = GetParam();
+  auto rng = kit::test_random();
+  const auto a = rng.floats(std::size_t(s.m) * s.k, -1, 1), b = rng.floats(std::size_t(s.k) * s.n, -1, 1);
+  std::vector<double> c, abs_sum;
+  reference_matmul(s, a, b, c, abs_sum);
+  const std::vector<float> expected(c.begin(), c.end());
+  const double max_abs_sum = *std::max_element(abs_sum.begin(), abs_sum.end());
+
+  kit::DeviceBuffer<float> d_a(a), d_b(b);
+  kit::GuardedBuffer<float> d_c(expected.size());
+  const kit::Launch launch = lab03::matmul(s.m, s.n, s.k, d_a.data(), d_b.data(), d_c.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("C", expected, d_c, matmul_tolerance(s.k, max_abs_sum),
+                                  kit::Shape::d2(s.m, s.n), launch));
+  EXPECT_TRUE(kit::input_unchanged("A", d_a, a));
+  EXPECT_TRUE(kit::input_unchanged("B", d_b, b));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Matmul,
+                         ::testing::Values(Mnk{1, 1, 1}, Mnk{33, 65, 17}, Mnk{1, 1000, 257},
+                                           Mnk{1000, 1, 257}, Mnk{64, 96, 128},
+                                           Mnk{1000, 1100, 700}),
+                         [](const ::testing::TestParamInfo<Mnk>& info) {
+                           return "m" + std::to_string(info.param.m) + "_n" +
+                                  std::to_string(info.param.n) + "_k" + std::to_string(info.param.k);
+                         });
+
+// ---- Step 3: matrix transpose ------------------------------------------------------------------
+
+KIT_TEST(CoalescingHost, TransposedOffsetUsesTheOutputRowLength, "coalescing.3", host, 2,
+         "transposed_offset: element (row, col) of a rows x cols input lands at col * rows + row") {
+  EXPECT_EQ(lab03::transposed_offset(0, 1, 3, 5), 3u)
+      << "in a 3 x 5 input, (0, 1) becomes (1, 0) of the 5 x 3 output: offset 1 * 3 + 0";
+  EXPECT_EQ(lab03::transposed_offset(2, 4, 3, 5), 14u) << "(2, 4) becomes (4, 2): 4 * 3 + 2";
+  EXPECT_EQ(lab03::transposed_offset(1, 0, 3, 5), 1u) << "(1, 0) becomes (0, 1)";
+  EXPECT_EQ(lab03::transposed_offset(5, 69999, 70000, 70000), 69999ull * 70000ull + 5)
+      << "must not overflow 32 bits";
+}
+
+// The model's transposes: 1024 x 1024 floats (rows start on 128-byte boundaries).
+constexpr std::uint64_t kInBase = kArrayBase, kOutBase = 2 * kArrayBase;
+
+KIT_TEST(CoalescingHost, ModelNaiveTransposeReadIsCoalesced, "coalescing.3", host, 2,
+         "model: a warp of transpose_naive_kernel reads 32 neighbouring floats of a row (4 sectors)") {
+  const unsigned rows = kModelSize, cols = kModelSize;
+  const kit::Launch launch = lab03::transpose_naive_config(rows, cols);
+  auto element = [&](am::Coord b, am::Coord t) {
+    return lab03::naive_transpose_element(as_uint3(b), launch.block, as_uint3(t));
+  };
+  const auto reads = sample_warps(launch, kInBase, [&](am::Coord b, am::Coord t) -> Index {
+    const MatIndex e = element(b, t);
+    if (e.row >= rows || e.col >= cols) return std::nullopt;
+    return std::uint64_t(e.row) * cols + e.col;
+  });
+  const auto writes = sample_warps(launch, kOutBase, [&](am::Coord b, am::Coord t) -> Index {
+    const MatIndex e = element(b, t);
+    if (e.row >= rows || e.col >= cols) return std::nullopt;
+    return lab03::transposed_offset(e.row, e.col, rows, cols);
+  });
+  const am::GlobalRequest w = am::global_request(writes.front().lanes, 4);
+  EXPECT_TRUE(global_access("the read of in[row * cols + col] in transpose_naive_kernel (1024 x 1024)",
+                            reads, kCoalesced))
+      << "\n  (its write of out[col * rows + row] touches " << w.sectors
+      << " sectors: one side of a naive transpose is always strided; the tile fixes that)";
+}
+
+// Which input element a tiled transpose writes to each output element, simulated on the host
+// with the student's tile_load, tile_store and pitch, block by block as the kernel runs.
+struct SimulatedTranspose {
+  std::vector<std::int64_t> out;  // input index written to each output element, -1 if none
+  std::vector<int> writes;        // writes per output element
+  std::string problem;            // the first impossible move, if any
+};
+
+SimulatedTranspose simulate_tiled(unsigned rows, unsigned cols, unsigned pitch) {
+  const kit::Launch launch = lab03::transpose_tiled_config(rows, cols);
+  SimulatedTranspose sim{std::vector<std::int64_t>(std::size_t(rows) * cols, -1),
+                         std::vector<int>(std::size_t(rows) * cols, 0), ""};
+  const std::int64_t kEmpty = -1;
+  auto note = [&](const std::string& s) {
+    if (sim.problem.empty()) sim.problem = s;
+  };
+  for (unsigned by = 0; by < launch.grid.y; ++by)
+    for (unsigned bx = 0; bx < launch.grid.x; ++bx) {
+      const uint3 block = make_uint3(bx, by, 0);
+      std::vector<std::int64_t> tile(std::size_t(lab03::kTile) * pitch, kEmpty);
+      for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass)
+        for (unsigned ty = 0; ty < launch.block.y; ++ty)
+          for (unsigned tx = 0; tx < launch.block.x; ++tx) {
+            const lab03::TileMove m = lab03::tile_load(block, make_uint3(tx, ty, 0), pass);
+            if (m.global.row >= rows || m.global.col >= cols) continue;
+            if (m.tile.row >= lab03::kTile || m.tile.col >= lab03::kTile) {
+              note("tile_load puts input (" + std::to_string(m.global.row) + ", " +
+                   std::to_string(m.global.col) + ") at tile position (" + std::to_string(m.tile.row) +
+                   ", " + std::to_string(m.tile.col) + "), outside the 32 x 32 tile");
+              continue;
+            }
+            tile[lab03::tile_offset(m.tile, pitch)] = std::int64_t(m.global.row) * cols + m.global.col;
+          }
+      for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass)
+        for (unsigned ty = 0; ty < launch.block.y; ++ty)
+          for (unsigned tx = 0; tx < launch.block.x; ++tx) {
+            const lab03::TileMove m = lab03::tile_store(block, make_uint3(tx, ty, 0), pass);
+            if (m.global.row >= cols || m.global.col >= rows) continue;
+            if (m.tile.row >= lab03::kTile || m.tile.col >= lab03::kTile) {
+              note("tile_store takes tile position (" + std::to_string(m.tile.row) + ", " +
+                   std::to_string(m.tile.col) + "), outside the 32 x 32 tile");
+              continue;
+            }
+            const std::size_t o = std::size_t(m.global.row) * rows + m.global.col;
+            sim.out[o] = tile[lab03::tile_offset(m.tile, pitch)];
+            ++sim.writes[o];
+          }
+    }
+  return sim;
+}
+
+KIT_TEST(CoalescingHost, TiledTransposeSimulatedOnTheHostIsExact, "coalescing.3", host, 3,
+         "tile_load and tile_store, replayed on the host block by block, transpose 70x45, 45x70, "
+         "32x32, 1x33 and 33x1 exactly") {
+  struct Rc { unsigned rows, cols; };
+  for (const Rc& s : {Rc{70, 45}, Rc{45, 70}, Rc{32, 32}, Rc{1, 33}, Rc{33, 1}}) {
+    const SimulatedTranspose sim = simulate_tiled(s.rows, s.cols, lab03::kPaddedPitch);
+    std::ostringstream errors;
+    int wrong = 0;
+    for (unsigned i = 0; i < s.cols; ++i)      // output row
+      for (unsigned j = 0; j < s.rows; ++j) {  // output column
+        const std::size_t o = std::size_t(i) * s.rows + j;
+        const std::int64_t want = std::int64_t(j) * s.cols + i;
+        if (sim.out[o] == want && sim.writes[o] == 1) continue;
+        if (wrong++ < 3) {
+          errors << "  out(" << i << ", " << j << ") should receive in(" << j << ", " << i << "); ";
+          if (sim.writes[o] == 0)
+            errors << "no thread stores it\n";
+          else if (sim.out[o] < 0)
+            errors << "it receives a tile position that no thread loaded\n";
+          else
+            errors << "it receives in(" << sim.out[o] / s.cols << ", " << sim.out[o] % s.cols << ")"
+                   << (sim.writes[o] > 1 ? " (stored " + std::to_string(sim.writes[o]) + " times)" : "")
+                   << "\n";
+        }
+      }
+    EXPECT_TRUE(wrong == 0 && sim.problem.empty())
+        << s.rows << " x " << s.cols << " input: " << wrong << " of " << std::size_t(s.rows) * s.cols
+        << " output elements wrong\n"
+        << errors.str() << (sim.problem.empty() ? "" : "  " + sim.problem + "\n");
+  }
+}
+
+// Samples of every pass of a tiled transpose: `element(block, thread, pass)` gives the index of
+// the element (or shared-memory byte offset, with base 0) one access touches.
+template <class Fn>
+std::vector<WarpSample> tile_samples(std::uint64_t base, Fn element) {
+  const kit::Launch launch = lab03::transpose_tiled_config(kModelSize, kModelSize);
+  std::vector<WarpSample> all;
+  for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass) {
+    auto part = sample_warps(launch, base, [&](am::Coord b, am::Coord t) -> Index {
+      return element(as_uint3(b), as_uint3(t), pass);
+    });
+    for (auto& p : part) p.where += ", pass " + std::to_string(pass);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+KIT_TEST(CoalescingHost, ModelTiledTransposeGlobalAccessesAreCoalesced, "coalescing.3", host, 3,
+         "model: in both phases of the tiled transpose a warp touches 32 neighbouring floats (4 sectors)") {
+  const unsigned rows = kModelSize, cols = kModelSize;
+  const auto loads = tile_samples(kInBase, [&](uint3 b, uint3 t, unsigned pass) -> Index {
+    const lab03::TileMove m = lab03::tile_load(b, t, pass);
+    if (m.global.row >= rows || m.global.col >= cols) return std::nullopt;
+    return std::uint64_t(m.global.row) * cols + m.global.col;
+  });
+  const auto stores = tile_samples(kOutBase, [&](uint3 b, uint3 t, unsigned pass) -> Index {
+    const lab03::TileMove m = lab03::tile_store(b, t, pass);
+    if (m.global.row >= cols || m.global.col >= rows) return std::nullopt;
+    return std::uint64_t(m.global.row) * rows + m.global.col;
+  });
+  EXPECT_TRUE(global_access("phase 1, the load of the input (tile_load, 1024 x 1024)", loads, kCoalesced));
+  EXPECT_TRUE(global_access("phase 2, the store of the output (tile_store, 1024 x 1024)", stores, kCoalesced));
+}
+
+KIT_TEST(CoalescingHost, ModelPaddedTileHasNoBankConflicts, "coalescing.3", host, 3,
+         "model: with kPaddedPitch, writing a tile row and reading a tile column are conflict-free") {
+  auto shared = [](unsigned pitch, bool store_phase) {
+    return tile_samples(0, [=](uint3 b, uint3 t, unsigned pass) -> Index {
+      const lab03::TileMove m = store_phase ? lab03::tile_store(b, t, pass) : lab03::tile_load(b, t, pass);
+      return std::uint64_t(lab03::tile_offset(m.tile, pitch));  // a word index: 4 bytes each
+    });
+  };
+  const auto unpadded = am::shared_request(shared(lab03::kUnpaddedPitch, true).front().lanes);
+  const std::string pitch = " (kPaddedPitch = " + std::to_string(lab03::kPaddedPitch) + ")";
+  EXPECT_TRUE(conflict_free("phase 1, writing the tile" + pitch, shared(lab03::kPaddedPitch, false)));
+  EXPECT_TRUE(conflict_free("phase 2, reading the tile" + pitch, shared(lab03::kPaddedPitch, true)))
+      << "\n  (for comparison, the unpadded tile of transpose_tiled, "
+      << lab03::kUnpaddedPitch << " floats per row, needs " << am::describe(unpadded) << ")";
+}
+
+struct Rc {
+  unsigned rows, cols;
+};
+
+// Runs one transpose launcher on a fresh rows x cols input and checks every element exactly,
+// naming, for a wrong element, which input element landed there instead.
+template <class TransposeFn>
+void check_transpose(const char* name, TransposeFn transpose, Rc s) {
+  auto rng = kit::test_random();
+  const auto in = rng.floats(std::size_t(s.rows) * s.cols, -1, 1);
+  std::vector<float> expected(in.size());
+  for (unsigned r = 0; r < s.rows; ++r)
+    for (unsigned c = 0; c < s.cols; ++c) expected[std::size_t(c) * s.rows + r] = in[std::size_t(r) * s.cols + c];
+  kit::DeviceBuffer<float> d_in(in);
+  kit::GuardedBuffer<float> d_out(in.size());
+  transpose(s.rows, s.cols, d_in.data(), d_out.data(), 0);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  auto came_from = [&](const kit::Comparison& cmp) {
+    std::ostringstream s_out;
+    for (const kit::Mismatch& m : cmp.first) {
+      if (m.unwritten) continue;
+      const auto at = std::find(in.begin(), in.end(), static_cast<float>(m.got));
+      const std::size_t i = m.index / s.rows, j = m.index % s.rows;
+      s_out << "  out(" << i << ", " << j << ") should be in(" << j << ", " << i << ")";
+      if (at != in.end()) {
+        const std::size_t k = at - in.begin();
+        s_out << " but holds in(" << k / s.cols << ", " << k % s.cols << ")";
+      }
+      s_out << "\n";
+    }
+    return s_out.str();
+  };
+  EXPECT_TRUE(matches(std::string(name) + " out (" + std::to_string(s.cols) + " x " +
+                          std::to_string(s.rows) + ")",
+                      expected, d_out, kit::Tolerance::exact("a transpose moves values unchanged"),
+                      kit::Shape::d2(s.cols, s.rows), came_from));
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Rc>& info) {
+  return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols);
+}
+
+// Not a multiple of 32 on either axis, single rows and columns, and one tall enough that the
+// warps of a tile block really run apart (a missing barrier shows there).
+const auto kTransposeShapes = ::testing::Values(Rc{1, 1}, Rc{1, 1000}, Rc{1000, 1}, Rc{33, 65},
+                                                Rc{1000, 1001}, Rc{2049, 3001});
+
+class TransposeNaive : public kit::GpuTestWithParam<Rc> {};
+KIT_TEST_P(TransposeNaive, MovesEveryElement, "coalescing.3", gpu, 1,
+           "transpose_naive writes in(r, c) to out(c, r), exactly, for every element") {
+  check_transpose("transpose_naive", lab03::transpose_naive, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, TransposeNaive, kTransposeShapes, shape_name);
+
+class TransposeTiled : public kit::GpuTestWithParam<Rc> {};
+KIT_TEST_P(TransposeTiled, MovesEveryElement, "coalescing.3", gpu, 1,
+           "transpose_tiled (32 x 32 shared tile) writes in(r, c) to out(c, r), exactly") {
+  check_transpose("transpose_tiled", lab03::transpose_tiled, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, TransposeTiled, kTransposeShapes, shape_name);
+
+class TransposePadded : public kit::GpuTestWithParam<Rc> {};
+KIT_TEST_P(TransposePadded, MovesEveryElement, "coalescing.3", gpu, 1,
+           "transpose_padded (padded shared tile) writes in(r, c) to out(c, r), exactly") {
+  check_transpose("transpose_padded", lab03::transpose_padded, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, TransposePadded, kTransposeShapes, shape_name);
+
+// ---- Performance -------------------------------------------------------------------------------
+
+// The grader's own naive transpose, the baseline of the "x times naive" bar: a copy the student
+// cannot slow down. One element per thread, 32 x 8 blocks; the read is coalesced, the write
+// strides by `rows` floats.
+__global__ void grader_naive_transpose_kernel(unsigned rows, unsigned cols, const float* __restrict__ in,
+                                              float* __restrict__ out) {
+  const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < rows && col < cols) out[std::size_t(col) * rows + row] = in[std::size_t(row) * cols + col];
+}
+
+void grader_naive_transpose(unsigned rows, unsigned cols, const float* in, float* out, cudaStream_t stream) {
+  const dim3 block(32, 8);
+  const dim3 grid((cols + 31) / 32, (rows + 7) / 8);
+  grader_naive_transpose_kernel<<<grid, block, 0, stream>>>(rows, cols, in, out);
+  KIT_CHECK_LAUNCH("grader_naive_transpose_kernel");
+}
+
+// The grader's own copy of the bad-mapping matmul (row of C from threadIdx.x), the baseline of
+// the mapping bar.
+__global__ void grader_bad_matmul_kernel(unsigned m, unsigned n, unsigned k, const float* __restrict__ a,
+                                         const float* __restrict__ b, float* __restrict__ c) {
+  const unsigned row = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned col = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  float acc = 0.0f;
+  for (unsigned i = 0; i < k; ++i) acc += a[std::size_t(row) * k + i] * b[std::size_t(i) * n + col];
+  c[std::size_t(row) * n + col] = acc;
+}
+
+void grader_bad_matmul(unsigned m, unsigned n, unsigned k, const float* a, const float* b, float* c,
+                       cudaStream_t stream) {
+  const dim3 block(32, 8);
+  const dim3 grid((m + 31) / 32, (n + 7) / 8);
+  grader_bad_matmul_kernel<<<grid, block, 0, stream>>>(m, n, k, a, b, c);
+  KIT_CHECK_LAUNCH("grader_bad_matmul_kernel");
+}
+
+// Reference for the perf-size matmul, on the GPU in double (a host product of 2048^3 would take
+// seconds): C and sum |a b| per element.
+__global__ void grader_double_matmul_kernel(unsigned m, unsigned n, unsigned k, const float* a,
+                                            const float* b, double* c, double* abs_sum) {
+  const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  double acc = 0.0, mag = 0.0;
+  for (unsigned i = 0; i < k; ++i) {
+    const double p = double(a[std::size_t(row) * k + i]) * b[std::size_t(i) * n + col];
+    acc += p;
+    mag += fabs(p);
+  }
+  c[std::size_t(row) * n + col] = acc;
+  abs_sum[std::size_t(row) * n + col] = mag;
+}
+
+// 8192 x 8192 floats: 256 MiB read and 256 MiB written, several times any L2 cache.
+constexpr unsigned kPerfRows = 8192, kPerfCols = 8192;
+
+// The two transpose bars: transpose_padded on 8192 x 8192 timed against a baseline that moves the
+// same bytes, its output checked before timing and after it, on a fresh input.
+class TransposePerf : public kit::PerfTest {
+ protected:
+  void compare_with(const std::function<kit::Timed(const float* d_in)>& baseline, const std::string& key) {
+    auto rng = kit::test_random();
+    auto in = rng.floats(std::size_t(kPerfRows) * kPerfCols, -1, 1);
+    kit::DeviceBuffer<float> d_in(in);
+    kit::GuardedBuffer<float> d_out(in.size());
+    check(in, d_in, d_out, "before timing");
+    if (HasFailure()) return;
+
+    const kit::Timed student{"transpose_padded", kBytes, [&](cudaStream_t stream) {
+                               lab03::transpose_padded(kPerfRows, kPerfCols, d_in.data(), d_out.data(),
+                                                       stream);
+                             }};
+    expect_ratio_at_least(student, baseline(d_in.data()), key, "GB/s", 1e-9);
+
+    in = rng.floats(in.size(), -1, 1);
+    d_in.upload(in);
+    check(in, d_in, d_out, "after timing, fresh input");
+  }
+
+  // Bytes one transpose moves: every element read once and written once.
+  static constexpr double kBytes = 2.0 * kPerfRows * kPerfCols * sizeof(float);
+
+ private:
+  static void check(const std::vector<float>& in, const kit::DeviceBuffer<float>& d_in,
+                    kit::GuardedBuffer<float>& d_out, const char* when) {
+    std::vector<float> expected(in.size());
+    for (unsigned r = 0; r < kPerfRows; ++r)
+      for (unsigned c = 0; c < kPerfCols; ++c)
+        expected[std::size_t(c) * kPerfRows + r] = in[std::size_t(r) * kPerfCols + c];
+    d_out.poison();
+    lab03::transpose_padded(kPerfRows, kPerfCols, d_in.data(), d_out.data());
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(matches(std::string("transpose_padded out (") + when + ")", expected, d_out,
+                        kit::Tolerance::exact("a transpose moves values unchanged"),
+                        kit::Shape::d2(kPerfCols, kPerfRows)));
+  }
+};
+
+KIT_TEST(TransposePerf, PaddedTransposeNearCopyBandwidth, "coalescing.perf", perf, 10,
+         "transpose_padded on 8192 x 8192 moves its bytes at a large fraction of cudaMemcpy's rate") {
+  kit::DeviceBuffer<float> d_copy(std::size_t(kPerfRows) * kPerfCols);
+  compare_with([&](const float* d_in) { return kit::device_copy_ceiling(d_in, d_copy.data(), d_copy.bytes()); },
+               "coalescing.transpose_vs_device_copy");
+}
+
+KIT_TEST(TransposePerf, PaddedTransposeBeatsTheNaiveOne, "coalescing.perf", perf, 5,
+         "transpose_padded on 8192 x 8192 runs several times faster than a naive transpose, same run") {
+  kit::DeviceBuffer<float> d_naive_out(std::size_t(kPerfRows) * kPerfCols);
+  compare_with(
+      [&](const float* d_in) {
+        return kit::Timed{"the grader's naive transpose", kBytes, [&, d_in](cudaStream_t stream) {
+                            grader_naive_transpose(kPerfRows, kPerfCols, d_in, d_naive_out.data(), stream);
+                          }};
+      },
+      "coalescing.transpose_vs_naive");
+}
+
+using CoalescingPerf = kit::PerfTest;
+
+KIT_TEST(CoalescingPerf, FixedMatmulMappingBeatsTheBadOne, "coalescing.perf", perf, 10,
+         "matmul with your mapping runs several times faster than the row-from-threadIdx.x one at 2048^3") {
+  const unsigned s = 2048;
+  auto rng = kit::test_random();
+  auto a = rng.floats(std::size_t(s) * s, -1, 1);
+  const auto b = rng.floats(std::size_t(s) * s, -1, 1);
+  kit::DeviceBuffer<float> d_a(a), d_b(b), d_bad_c(std::size_t(s) * s);
+  kit::DeviceBuffer<double> d_ref(std::size_t(s) * s), d_abs(std::size_t(s) * s);
+  kit::GuardedBuffer<float> d_c(std::size_t(s) * s);
+
+  auto check = [&](const char* when) {
+    grader_double_matmul_kernel<<<dim3(s / 32, s / 8), dim3(32, 8)>>>(s, s, s, d_a.data(), d_b.data(),
+                                                                     d_ref.data(), d_abs.data());
+    KIT_CHECK_LAUNCH("grader_double_matmul_kernel");
+    d_c.poison();
+    const kit::Launch launch = lab03::matmul(s, s, s, d_a.data(), d_b.data(), d_c.data());
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto ref = d_ref.download(), mag = d_abs.download();
+    const std::vector<float> expected(ref.begin(), ref.end());
+    EXPECT_TRUE(kit::output_matches(std::string("C (") + when + ")", expected, d_c,
+                                    matmul_tolerance(s, *std::max_element(mag.begin(), mag.end())),
+                                    kit::Shape::d2(s, s), launch));
+  };
+  check("before timing");
+  if (HasFailure()) return;
+
+  const double flops = 2.0 * s * s * s;
+  const kit::Timed student{"matmul", flops, [&](cudaStream_t stream) {
+                             lab03::matmul(s, s, s, d_a.data(), d_b.data(), d_c.data(), stream);
+                           }};
+  const kit::Timed bad{"the bad-mapping matmul", flops, [&](cudaStream_t stream) {
+                         grader_bad_matmul(s, s, s, d_a.data(), d_b.data(), d_bad_c.data(), stream);
+                       }};
+  expect_ratio_at_least(student, bad, "coalescing.matmul_fixed_vs_bad_mapping", "TFLOP/s", 1e-12);
+
+  a = rng.floats(a.size(), -1, 1);
+  d_a.upload(a);
+  check("after timing, fresh input");
+}
+
+}  // namespace
