@@ -1,0 +1,93 @@
+// Benchmark of lab 05: the branch both ways, and every rung of the reduction ladder against
+// cub::DeviceReduce::Sum, with the same ratios the performance step grades.
+//
+//   build/bin/bench_05_divergence             your kernels
+//   build/bin/bench_05_divergence_reference   the reference solution's
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "cub_sum.cuh"
+#include "per_lane.cuh"
+#include "divergence.h"
+#include "kit/buffers.h"
+#include "kit/check.h"
+#include "kit/device_info.h"
+#include "kit/random.h"
+#include "kit/timing.h"
+
+namespace {
+
+void BM_Branch(benchmark::State& state) {
+  const unsigned n = 1u << 25;
+  kit::Random rng(1);
+  kit::DeviceBuffer<float> x(rng.floats(n, -1, 1)), out(n);
+  const double per_lane_ms = kit::median_ms([&](cudaStream_t stream) {
+    lab05_grader::branch_per_lane(n, x.data(), out.data(), stream);
+  });
+  double aligned_ms = 0;
+  for (auto _ : state) {
+    aligned_ms = kit::median_ms([&](cudaStream_t stream) {
+      lab05::branch_warp_aligned(n, x.data(), out.data(), stream);
+    });
+    state.SetIterationTime(aligned_ms * 1e-3);
+  }
+  state.counters["aligned_ms"] = aligned_ms;
+  state.counters["per_lane_ms"] = per_lane_ms;
+  state.counters["speedup"] = per_lane_ms / aligned_ms;
+}
+BENCHMARK(BM_Branch)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+
+using FloatReducer = kit::Launch (*)(const float*, unsigned, float*, float*, cudaStream_t);
+
+// Bandwidth (bytes read per second) of one reduction over 2^28 floats, and its ratio to CUB's.
+void reduce_benchmark(benchmark::State& state, FloatReducer reduce) {
+  const unsigned n = 1u << 28;
+  kit::DeviceBuffer<float> in(n), scratch(lab05::reduce_scratch_elements(n)), out(1), cub_out(1);
+  KIT_CUDA_CHECK(cudaMemset(in.data(), 0, in.bytes()));  // values do not change a sum's speed
+  lab05_grader::CubSum cub_sum(in.data(), cub_out.data(), n);
+  const double cub_ms = kit::median_ms([&](cudaStream_t stream) { cub_sum.run(stream); });
+  double ms = 0;
+  for (auto _ : state) {
+    ms = kit::median_ms([&](cudaStream_t stream) {
+      reduce(in.data(), n, out.data(), scratch.data(), stream);
+    });
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["GB/s"] = 4.0 * n / (ms * 1e-3) * 1e-9;
+  state.counters["cub_GB/s"] = 4.0 * n / (cub_ms * 1e-3) * 1e-9;
+  state.counters["cub_ratio"] = cub_ms / ms;
+}
+
+BENCHMARK_CAPTURE(reduce_benchmark, interleaved, FloatReducer(lab05::reduce_interleaved))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK_CAPTURE(reduce_benchmark, sequential, FloatReducer(lab05::reduce_sequential))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK_CAPTURE(reduce_benchmark, shuffle, FloatReducer(lab05::reduce_shuffle))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK_CAPTURE(reduce_benchmark, grid_stride, FloatReducer(lab05::reduce_grid_stride))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK_CAPTURE(reduce_benchmark, best, FloatReducer(lab05::reduce_best))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const kit::DeviceInfo device = kit::query_device();
+  if (!device.available) {
+    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
+    return 0;
+  }
+  benchmark::AddCustomContext("gpu", kit::summary(device));
+  benchmark::Initialize(&argc, argv);
+  try {
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
+    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}
