@@ -1,0 +1,868 @@
+// Grader of lab 06, occupancy.
+//
+//   python3 grader/kit.py grade 06          every test, each in its own process, with a score
+//   build/bin/grade_06_occupancy            the same tests in one process (quick, no score)
+//   KIT_SEED=1234 build/bin/grade_06_occupancy --gtest_filter='*Random*'   replay one failure
+//
+// Steps: 1 the simple model, 2 the exact hardware model, 3 choosing a block size. The student's
+// code is plain host C++, so most of it is graded without a GPU: against the seeds' worked numbers
+// and against the CUDA toolkit's own calculator, cuda_occupancy.h (occupancy_oracle.cpp), on
+// thousands of random kernels for five GPU architectures. On a GPU, the same model is fed the
+// attributes of real kernels (below: register pressure, launch bounds, static and dynamic shared
+// memory, carveout preferences) and must agree with the driver's occupancy API every time.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kit/check.h"
+#include "kit/test.h"
+#include "occupancy.h"
+#include "occupancy_oracle.h"
+
+// How GoogleTest prints the lab's types in failure messages (found by argument-dependent lookup).
+namespace lab06 {
+void PrintTo(Limiter set, std::ostream* os) { *os << to_string(set); }
+void PrintTo(const DeviceSpec& gpu, std::ostream* os) {
+  *os << gpu.name << " (sm_" << gpu.cc_major << gpu.cc_minor << ")";
+}
+}  // namespace lab06
+
+namespace {
+
+using lab06::BlockChoice;
+using lab06::DeviceSpec;
+using lab06::KernelResources;
+using lab06::kNoLimit;
+using lab06::Limiter;
+using lab06::Occupancy;
+
+constexpr std::size_t KiB = 1024;
+
+// ---- Describing cases and results in failure messages -------------------------------------------
+
+std::string limit_text(int limit) { return limit == kNoLimit ? "none" : std::to_string(limit); }
+
+std::string describe(const Occupancy& o) {
+  std::ostringstream s;
+  s << o.blocks_per_sm << " blocks/SM, " << o.warps_per_sm << " warps, occupancy " << o.occupancy
+    << ", limited by " << lab06::to_string(o.limited_by) << "; limits: warps "
+    << limit_text(o.limit_warps) << ", blocks " << limit_text(o.limit_blocks) << ", registers "
+    << limit_text(o.limit_registers) << ", shared " << limit_text(o.limit_shared)
+    << "; per block " << o.registers_per_block << " registers, " << o.shared_per_block
+    << " B shared";
+  return s.str();
+}
+
+std::string carveout_text(int percent) {
+  return percent < 0 ? std::string("none") : std::to_string(percent) + "%";
+}
+
+std::string describe_case(const DeviceSpec& gpu, const KernelResources& k, int block,
+                          std::size_t dynamic) {
+  std::ostringstream s;
+  s << "sm_" << gpu.cc_major << gpu.cc_minor << " (" << gpu.name << "): block " << block << ", "
+    << k.registers_per_thread << " registers/thread, static shared " << k.static_shared
+    << " B, dynamic " << dynamic << " B (kernel allows " << k.max_dynamic_shared
+    << "), carveout " << carveout_text(k.carveout_percent);
+  return s.str();
+}
+
+// Every field of two results, compared exactly (occupancy to rounding).
+bool same(const Occupancy& a, const Occupancy& b) {
+  return a.blocks_per_sm == b.blocks_per_sm && a.warps_per_sm == b.warps_per_sm &&
+         std::fabs(a.occupancy - b.occupancy) < 1e-9 && a.limited_by == b.limited_by &&
+         a.limit_warps == b.limit_warps && a.limit_blocks == b.limit_blocks &&
+         a.limit_registers == b.limit_registers && a.limit_shared == b.limit_shared &&
+         a.registers_per_block == b.registers_per_block && a.shared_per_block == b.shared_per_block;
+}
+
+::testing::AssertionResult matches(const Occupancy& expected, const Occupancy& got,
+                                   const std::string& what) {
+  if (same(expected, got)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << "\n  expected: " << describe(expected)
+                                       << "\n  yours:    " << describe(got);
+}
+
+// Collects the first few failures of a sweep, and counts them all.
+class Mismatches {
+ public:
+  void add(const std::string& text) {
+    if (shown_.size() < 6) shown_.push_back(text);
+    ++count_;
+  }
+  ::testing::AssertionResult verdict(long long checked, const std::string& what) const {
+    if (count_ == 0) return ::testing::AssertionSuccess();
+    std::ostringstream s;
+    s << count_ << " of " << checked << " " << what << " disagree; the first ones:\n";
+    for (const auto& text : shown_) s << text << "\n";
+    s << kit::seed_note();
+    return ::testing::AssertionFailure() << s.str();
+  }
+
+ private:
+  std::vector<std::string> shown_;
+  long long count_ = 0;
+};
+
+// ---- Random kernels as a compiler and the driver could report them ------------------------------
+
+KernelResources random_kernel(kit::Random& rng, const DeviceSpec& gpu) {
+  KernelResources k;
+  const auto pick = rng.uniform_int(0, 9);
+  k.registers_per_thread = pick == 0 ? 0
+                           : pick < 7 ? static_cast<int>(rng.uniform_int(8, 64))
+                                      : static_cast<int>(rng.uniform_int(1, 255));
+  // Static shared memory is at most 48 KiB; the rest of a block's shared memory is dynamic, up to
+  // what the kernel allows (48 KiB minus its static part by default, more after opting in).
+  k.static_shared = rng.uniform_int(0, 9) < 4 ? 0 : rng.uniform_int(0, 48 * KiB);
+  k.max_dynamic_shared = rng.uniform_int(0, 9) < 3 ? gpu.shared_per_block_optin - k.static_shared
+                                                   : 48 * KiB - k.static_shared;
+  if (rng.uniform_int(0, 9) == 0) k.max_dynamic_shared = rng.uniform_int(0, k.max_dynamic_shared);
+  k.carveout_percent = rng.uniform_int(0, 9) < 7 ? -1 : static_cast<int>(rng.uniform_int(0, 100));
+  k.max_threads_per_block = rng.uniform_int(0, 3) == 0 ? static_cast<int>(rng.uniform_int(1, 1024))
+                                                       : 1024;
+  return k;
+}
+
+std::size_t random_dynamic(kit::Random& rng, const DeviceSpec& gpu, const KernelResources& k) {
+  const auto pick = rng.uniform_int(0, 19);
+  if (pick < 6) return 0;
+  if (pick < 17) return rng.uniform_int(0, k.max_dynamic_shared);
+  return rng.uniform_int(0, gpu.shared_per_block_optin + 2 * KiB);  // sometimes more than allowed
+}
+
+int random_block(kit::Random& rng) {
+  const auto pick = rng.uniform_int(0, 19);
+  if (pick < 10) return 32 * static_cast<int>(rng.uniform_int(1, 32));
+  if (pick < 19) return static_cast<int>(rng.uniform_int(1, 1024));
+  return static_cast<int>(rng.uniform_int(1025, 1100));  // larger than any GPU allows
+}
+
+std::string arch_name(const ::testing::TestParamInfo<DeviceSpec>& info) {
+  return "sm_" + std::to_string(info.param.cc_major) + std::to_string(info.param.cc_minor);
+}
+
+const DeviceSpec& h100() { return lab06::known_gpu(9, 0); }
+
+// ==== Step 1: the simple model ===================================================================
+
+using OccupancySimple = kit::HostTest;
+
+// The SM of the seeds' worked example: 2048 threads, 32 blocks, 64 Ki registers, 100 KiB shared.
+const lab06::SimpleSm kSeedSm{2048, 32, 65536, 100 * KiB};
+
+KIT_TEST(OccupancySimple, Seed000WorkedExampleHoldsFiveBlocks, "occupancy.1", host, 3,
+         "256 threads, 40 registers, 20 KiB on a 100 KiB SM: 5 blocks, occupancy 0.625, shared "
+         "memory limits") {
+  const Occupancy o = lab06::simple_occupancy(kSeedSm, {256, 40, 20 * KiB});
+  EXPECT_EQ(o.registers_per_block, 10240) << "256 threads x 40 registers";
+  EXPECT_EQ(o.limit_registers, 6) << "65536 / 10240 = 6.4";
+  EXPECT_EQ(o.limit_shared, 5) << "100 KiB / 20 KiB";
+  EXPECT_EQ(o.limit_warps, 8) << "2048 / 256 threads";
+  EXPECT_EQ(o.limit_blocks, 32);
+  EXPECT_EQ(o.blocks_per_sm, 5) << "min(8, 32, 6, 5)";
+  EXPECT_EQ(o.warps_per_sm, 40) << "5 blocks of 8 warps";
+  EXPECT_DOUBLE_EQ(o.occupancy, 0.625) << "1280 of 2048 threads";
+  EXPECT_EQ(o.limited_by, Limiter::shared_memory) << "you said " << lab06::to_string(o.limited_by);
+}
+
+KIT_TEST(OccupancySimple, Seed000ExerciseWith96KiB, "occupancy.1", host, 2,
+         "128 threads, 64 registers, 12 KiB on a 96 KiB SM: 8 blocks, occupancy 0.5, registers and "
+         "shared memory both limit") {
+  const lab06::SimpleSm sm{2048, 32, 65536, 96 * KiB};
+  const Occupancy o = lab06::simple_occupancy(sm, {128, 64, 12 * KiB});
+  EXPECT_EQ(o.limit_warps, 16);
+  EXPECT_EQ(o.limit_registers, 8) << "65536 / (128 x 64)";
+  EXPECT_EQ(o.limit_shared, 8) << "96 KiB / 12 KiB";
+  EXPECT_EQ(o.blocks_per_sm, 8);
+  EXPECT_DOUBLE_EQ(o.occupancy, 0.5) << "1024 of 2048 threads";
+  EXPECT_EQ(o.limited_by, Limiter::registers | Limiter::shared_memory)
+      << "a tie: both resources run out at 8 blocks; you said " << lab06::to_string(o.limited_by);
+}
+
+KIT_TEST(OccupancySimple, Seed003RegisterBudget, "occupancy.1", host, 2,
+         "64 registers per thread leave room for 1024 threads (50%) whatever the block size; 128 "
+         "registers for 512 (25%)") {
+  for (int block : {128, 256, 512, 1024}) {
+    const Occupancy o = lab06::simple_occupancy(kSeedSm, {block, 64, 0});
+    EXPECT_EQ(o.blocks_per_sm * block, 1024) << "64 registers, blocks of " << block;
+    EXPECT_DOUBLE_EQ(o.occupancy, 0.5) << "64 registers, blocks of " << block;
+    EXPECT_EQ(o.limit_shared, kNoLimit) << "a kernel without shared memory is not limited by it";
+    EXPECT_TRUE(has(o.limited_by, Limiter::registers)) << "64 registers, blocks of " << block;
+  }
+  for (int block : {128, 256, 512}) {
+    const Occupancy o = lab06::simple_occupancy(kSeedSm, {block, 128, 0});
+    EXPECT_EQ(o.blocks_per_sm * block, 512) << "128 registers, blocks of " << block;
+    EXPECT_DOUBLE_EQ(o.occupancy, 0.25) << "128 registers, blocks of " << block;
+  }
+}
+
+KIT_TEST(OccupancySimple, SmallBlocksHitTheBlockCap, "occupancy.1", host, 2,
+         "32-thread blocks with 16 registers and no shared memory: 64 fit by threads, the cap "
+         "allows 32, occupancy 0.5") {
+  const Occupancy o = lab06::simple_occupancy(kSeedSm, {32, 16, 0});
+  EXPECT_EQ(o.limit_warps, 64);
+  EXPECT_EQ(o.limit_registers, 128);
+  EXPECT_EQ(o.limit_shared, kNoLimit);
+  EXPECT_EQ(o.blocks_per_sm, 32);
+  EXPECT_DOUBLE_EQ(o.occupancy, 0.5);
+  EXPECT_EQ(o.limited_by, Limiter::blocks) << "you said " << lab06::to_string(o.limited_by);
+}
+
+KIT_TEST(OccupancySimple, ABlockTooBigForTheSm, "occupancy.1", host, 1,
+         "1024 threads with 128 registers need 131072 registers: no block fits") {
+  const Occupancy o = lab06::simple_occupancy(kSeedSm, {1024, 128, 0});
+  EXPECT_EQ(o.limit_registers, 0);
+  EXPECT_EQ(o.limit_warps, 2);
+  EXPECT_EQ(o.blocks_per_sm, 0);
+  EXPECT_EQ(o.occupancy, 0.0);
+  EXPECT_EQ(o.limited_by, Limiter::registers) << "you said " << lab06::to_string(o.limited_by);
+}
+
+// The simple model, written out once more for the random cases.
+Occupancy simple_expected(const lab06::SimpleSm& sm, const lab06::SimpleKernel& k) {
+  Occupancy o;
+  o.registers_per_block = k.registers_per_thread * k.threads_per_block;
+  o.shared_per_block = k.shared_bytes_per_block;
+  o.limit_warps = sm.max_threads / k.threads_per_block;
+  o.limit_blocks = sm.max_blocks;
+  o.limit_registers = o.registers_per_block ? sm.registers / o.registers_per_block : kNoLimit;
+  o.limit_shared = o.shared_per_block ? static_cast<int>(sm.shared_bytes / o.shared_per_block)
+                                      : kNoLimit;
+  o.blocks_per_sm = std::min({o.limit_warps, o.limit_blocks, o.limit_registers, o.limit_shared});
+  const std::pair<int, Limiter> limits[] = {{o.limit_warps, Limiter::warps},
+                                            {o.limit_blocks, Limiter::blocks},
+                                            {o.limit_registers, Limiter::registers},
+                                            {o.limit_shared, Limiter::shared_memory}};
+  for (const auto& [limit, which] : limits)
+    if (limit == o.blocks_per_sm) o.limited_by = o.limited_by | which;
+  o.warps_per_sm = o.blocks_per_sm * k.threads_per_block / 32;
+  o.occupancy = static_cast<double>(o.warps_per_sm) / (sm.max_threads / 32);
+  return o;
+}
+
+KIT_TEST(OccupancySimple, RandomCasesFollowTheFormula, "occupancy.1", host, 3,
+         "2000 random SMs and kernels: every limit, the block count, the limiters and the "
+         "occupancy") {
+  auto rng = kit::test_random();
+  Mismatches wrong;
+  const int cases = 2000;
+  for (int i = 0; i < cases; ++i) {
+    const lab06::SimpleSm sm{static_cast<int>(rng.uniform_int(2, 4)) * 512,
+                             static_cast<int>(rng.uniform_int(2, 4)) * 8,
+                             rng.uniform_int(0, 1) ? 65536 : 32768,
+                             static_cast<std::size_t>(rng.uniform_int(16, 228)) * KiB};
+    const lab06::SimpleKernel k{32 * static_cast<int>(rng.uniform_int(1, 32)),
+                                rng.uniform_int(0, 9) == 0 ? 0 : static_cast<int>(rng.uniform_int(1, 255)),
+                                rng.uniform_int(0, 4) == 0 ? 0 : static_cast<std::size_t>(rng.uniform_int(1, 100 * KiB))};
+    const Occupancy expected = simple_expected(sm, k), got = lab06::simple_occupancy(sm, k);
+    if (same(expected, got)) continue;
+    std::ostringstream s;
+    s << "SM of " << sm.max_threads << " threads, " << sm.max_blocks << " blocks, "
+      << sm.registers << " registers, " << sm.shared_bytes << " B shared; kernel of "
+      << k.threads_per_block << " threads, " << k.registers_per_thread << " registers/thread, "
+      << k.shared_bytes_per_block << " B shared per block\n  expected: " << describe(expected)
+      << "\n  yours:    " << describe(got);
+    wrong.add(s.str());
+  }
+  EXPECT_TRUE(wrong.verdict(cases, "random cases"));
+}
+
+// ==== Step 2: the exact hardware model ===========================================================
+
+using OccupancyExact = kit::HostTest;
+
+KIT_TEST(OccupancyExact, RegistersAreAllocatedPerWarpIn256s, "occupancy.2", host, 2,
+         "registers_per_warp: 40 registers -> 1280, 37 -> 1280 (1184 rounded up to 256s), 1 -> 256, "
+         "255 -> 8192") {
+  for (const DeviceSpec& gpu : lab06::known_gpus()) {
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 40), 1280) << gpu.name;
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 37), 1280) << gpu.name << ": 37 x 32 = 1184";
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 33), 1280) << gpu.name << ": 33 x 32 = 1056";
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 32), 1024) << gpu.name;
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 1), 256) << gpu.name;
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 0), 0) << gpu.name;
+    EXPECT_EQ(lab06::registers_per_warp(gpu, 255), 8192) << gpu.name << ": 255 x 32 = 8160";
+  }
+}
+
+KIT_TEST(OccupancyExact, SharedMemoryAddsTheReservedKiBAndRounds, "occupancy.2", host, 2,
+         "shared_per_block on an H100: 1000 B static -> 2048 (1000 + 1024 reserved, in 128 B "
+         "units); on a T4: 1000 -> 1024 (256 B units, nothing reserved)") {
+  KernelResources k;
+  k.static_shared = 1000;
+  EXPECT_EQ(lab06::shared_per_block(h100(), k, 0), 2048u) << "1000 + 1024 = 2024, in 128 B units";
+  EXPECT_EQ(lab06::shared_per_block(lab06::known_gpu(7, 5), k, 0), 1024u)
+      << "a T4 reserves nothing and allocates in 256 B units";
+  k.static_shared = 100;
+  EXPECT_EQ(lab06::shared_per_block(h100(), k, 100), 1280u) << "100 static + 100 dynamic + 1024";
+  EXPECT_EQ(lab06::shared_per_block(lab06::known_gpu(7, 5), k, 200), 512u) << "300 B on a T4";
+  k.static_shared = 0;
+  EXPECT_EQ(lab06::shared_per_block(h100(), k, 0), 1024u)
+      << "since sm_80 every block takes the reserved 1 KiB, even without shared memory";
+  EXPECT_EQ(lab06::shared_per_block(lab06::known_gpu(7, 5), k, 0), 0u);
+  k.static_shared = 20 * KiB;
+  EXPECT_EQ(lab06::shared_per_block(h100(), k, 0), 21504u) << "20 KiB + 1 KiB";
+  EXPECT_EQ(lab06::shared_per_block(lab06::known_gpu(8, 6), k, 3000), 24576u)
+      << "20480 + 3000 + 1024 = 24504, in 128 B units";
+}
+
+KIT_TEST(OccupancyExact, CarveoutPicksASharedMemoryConfiguration, "occupancy.2", host, 2,
+         "shared_per_sm on an H100: no preference 228 KiB; 50% -> 132 KiB; 0% with 2 KiB blocks -> "
+         "8 KiB; 25% with 60 KiB blocks -> 64 KiB") {
+  EXPECT_EQ(lab06::shared_per_sm(h100(), -1, 2048), 228 * KiB) << "no preference: all of it";
+  EXPECT_EQ(lab06::shared_per_sm(h100(), 50, 2048), 132 * KiB) << "114 KiB is not a configuration";
+  EXPECT_EQ(lab06::shared_per_sm(h100(), 0, 2048), 8 * KiB)
+      << "0% leaves no room for one block: the driver picks the smallest that holds it";
+  EXPECT_EQ(lab06::shared_per_sm(h100(), 25, 60 * KiB), 64 * KiB) << "25% of 228 KiB is 57 KiB";
+  EXPECT_EQ(lab06::shared_per_sm(h100(), 25, 90 * KiB), 100 * KiB) << "64 KiB cannot hold 90 KiB";
+  EXPECT_EQ(lab06::shared_per_sm(lab06::known_gpu(7, 5), 0, 1024), 32 * KiB)
+      << "a T4's smallest configuration is 32 KiB";
+  EXPECT_EQ(lab06::shared_per_sm(lab06::known_gpu(8, 0), 100, 1024), 164 * KiB) << "A100";
+  EXPECT_EQ(lab06::shared_per_sm(lab06::known_gpu(8, 6), 50, 1024), 64 * KiB) << "RTX 3090";
+  auto rng = kit::test_random();
+  Mismatches wrong;
+  const int cases = 3000;
+  for (int i = 0; i < cases; ++i) {
+    const DeviceSpec& gpu = lab06::known_gpus()[rng.uniform_int(0, 4)];
+    const int carveout = rng.uniform_int(0, 4) == 0 ? -1 : static_cast<int>(rng.uniform_int(0, 100));
+    const std::size_t block = rng.uniform_int(1, gpu.shared_per_block_optin / 128) * 128;
+    const std::size_t expected = oracle::shared_per_sm(gpu, carveout, block);
+    const std::size_t got = lab06::shared_per_sm(gpu, carveout, block);
+    if (got != expected)
+      wrong.add(gpu.name + ", carveout " + carveout_text(carveout) + ", blocks of " +
+                std::to_string(block) + " B: expected " + std::to_string(expected) +
+                " B, yours " + std::to_string(got) + " B");
+  }
+  EXPECT_TRUE(wrong.verdict(cases, "random carveouts"));
+}
+
+KIT_TEST(OccupancyExact, Seed000KernelOnAnH100, "occupancy.2", host, 2,
+         "the seed's kernel (256 threads, 40 registers, 20 KiB) on an H100: 6 blocks, occupancy "
+         "0.75, registers limit") {
+  KernelResources k;
+  k.registers_per_thread = 40;
+  k.static_shared = 20 * KiB;
+  Occupancy want;
+  want.blocks_per_sm = 6;
+  want.warps_per_sm = 48;
+  want.occupancy = 0.75;
+  want.limited_by = Limiter::registers;
+  want.limit_warps = 8;
+  want.limit_blocks = 32;
+  want.limit_registers = 6;  // 12 warps of 1280 registers in each 16384-register partition
+  want.limit_shared = 10;    // 233472 / 21504
+  want.registers_per_block = 10240;
+  want.shared_per_block = 21504;
+  EXPECT_TRUE(matches(want, lab06::occupancy(h100(), k, 256, 0), describe_case(h100(), k, 256, 0)));
+}
+
+KIT_TEST(OccupancyExact, RegisterFilePartitionsRoundDown, "occupancy.2", host, 2,
+         "40 registers, blocks of 64 on an H100: 24 blocks (12 warps per partition), not the 25 "
+         "that 65536 / 2560 suggests") {
+  KernelResources k;
+  k.registers_per_thread = 40;
+  const Occupancy o = lab06::occupancy(h100(), k, 64, 0);
+  EXPECT_EQ(o.limit_registers, 24)
+      << "1280 registers per warp: 12 warps per partition of 16384, 48 warps, 24 blocks of 2 warps; "
+         "yours: "
+      << describe(o);
+  EXPECT_EQ(o.blocks_per_sm, 24);
+  EXPECT_DOUBLE_EQ(o.occupancy, 0.75);
+  EXPECT_EQ(o.limited_by, Limiter::registers) << "you said " << lab06::to_string(o.limited_by);
+}
+
+KIT_TEST(OccupancyExact, PartialWarpsCountAsWholeWarps, "occupancy.2", host, 1,
+         "blocks of 100 threads take 4 warps each: 16 blocks fill all 64 warp slots of an H100") {
+  KernelResources k;
+  k.registers_per_thread = 32;
+  const Occupancy o = lab06::occupancy(h100(), k, 100, 0);
+  EXPECT_EQ(o.limit_warps, 16) << describe(o);
+  EXPECT_EQ(o.limit_registers, 16) << "4 warps of 1024 registers per block";
+  EXPECT_EQ(o.registers_per_block, 4096);
+  EXPECT_EQ(o.blocks_per_sm, 16);
+  EXPECT_EQ(o.warps_per_sm, 64);
+  EXPECT_DOUBLE_EQ(o.occupancy, 1.0);
+}
+
+KIT_TEST(OccupancyExact, BlocksThatCannotLaunchGetZero, "occupancy.2", host, 2,
+         "0 blocks for: 800 threads x 80 registers (partitions), 1056 threads, and more dynamic "
+         "shared memory than the kernel allows") {
+  KernelResources k;
+  k.registers_per_thread = 80;
+  Occupancy o = lab06::occupancy(h100(), k, 800, 0);
+  EXPECT_EQ(o.limit_registers, 0)
+      << "25 warps of 2560 registers are checked as 28 (a multiple of 4 partitions): 71680 > "
+         "65536\n  yours: " << describe(o);
+  EXPECT_EQ(o.blocks_per_sm, 0);
+  o = lab06::occupancy(h100(), k, 768, 0);
+  EXPECT_EQ(o.blocks_per_sm, 1) << "768 threads x 80 registers just fit: " << describe(o);
+  k.registers_per_thread = 16;
+  o = lab06::occupancy(h100(), k, 1056, 0);
+  EXPECT_EQ(o.limit_warps, 0) << "no GPU runs blocks of more than 1024 threads: " << describe(o);
+  EXPECT_EQ(o.blocks_per_sm, 0);
+  o = lab06::occupancy(h100(), k, 256, 48 * KiB + 4);
+  EXPECT_EQ(o.limit_shared, 0) << "48 KiB + 4 B of dynamic shared memory without opting in: "
+                               << describe(o);
+  EXPECT_EQ(o.limited_by, Limiter::shared_memory);
+  k.max_dynamic_shared = h100().shared_per_block_optin;
+  o = lab06::occupancy(h100(), k, 256, 48 * KiB + 4);
+  EXPECT_EQ(o.blocks_per_sm, 4) << "the same after opting in: 49156 + 1024 B -> 50304 per block, 4 "
+                                   "fit in 228 KiB: "
+                                << describe(o);
+}
+
+class OccupancyExactOnEachGpu : public ::testing::TestWithParam<DeviceSpec> {};
+
+KIT_TEST_P(OccupancyExactOnEachGpu, AgreesWithCudaOccupancyH, "occupancy.2", host, 2,
+           "4000 random kernels and launches: every field agrees with the toolkit's "
+           "cuda_occupancy.h") {
+  const DeviceSpec& gpu = GetParam();
+  auto rng = kit::test_random();
+  Mismatches wrong;
+  const int cases = 4000;
+  for (int i = 0; i < cases; ++i) {
+    const KernelResources k = random_kernel(rng, gpu);
+    const int block = random_block(rng);
+    const std::size_t dynamic = random_dynamic(rng, gpu, k);
+    const Occupancy expected = oracle::occupancy(gpu, k, block, dynamic);
+    const Occupancy got = lab06::occupancy(gpu, k, block, dynamic);
+    if (!same(expected, got))
+      wrong.add(describe_case(gpu, k, block, dynamic) + "\n  expected: " + describe(expected) +
+                "\n  yours:    " + describe(got));
+  }
+  EXPECT_TRUE(wrong.verdict(cases, "random cases"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, OccupancyExactOnEachGpu, ::testing::ValuesIn(lab06::known_gpus()),
+                         arch_name);
+
+// ==== Step 3: choosing a block size ==============================================================
+
+using OccupancyChooser = kit::HostTest;
+
+// The toolkit's calculator as the chooser's occupancy function: step 3 is graded on its own.
+lab06::BlocksPerSmFn toolkit_blocks(const DeviceSpec& gpu, const KernelResources& k) {
+  return [&gpu, k](int block, std::size_t dynamic) {
+    return oracle::occupancy(gpu, k, block, dynamic).blocks_per_sm;
+  };
+}
+
+std::size_t no_dynamic(int) { return 0; }
+
+std::string describe(const BlockChoice& c) {
+  return "block " + std::to_string(c.block_size) + ", " + std::to_string(c.blocks_per_sm) +
+         " blocks/SM, min grid " + std::to_string(c.min_grid_size);
+}
+
+bool same(const BlockChoice& a, const BlockChoice& b) {
+  return a.block_size == b.block_size && a.min_grid_size == b.min_grid_size &&
+         a.blocks_per_sm == b.blocks_per_sm;
+}
+
+::testing::AssertionResult same_choice(const BlockChoice& expected, const BlockChoice& got) {
+  if (same(expected, got)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "expected " << describe(expected) << "; yours "
+                                       << describe(got);
+}
+
+KIT_TEST(OccupancyChooser, TieGoesToTheLargestBlock, "occupancy.3", host, 3,
+         "64 registers on an H100: every block size holds 1024 threads; the API answers 1024, min "
+         "grid 132") {
+  KernelResources k;
+  k.registers_per_thread = 64;
+  const BlockChoice c = lab06::choose_block_size(h100(), k, no_dynamic, toolkit_blocks(h100(), k));
+  EXPECT_TRUE(same_choice({1024, 132, 1}, c))
+      << "blocks of 32 x 32, 64 x 16, ..., 1024 x 1 all hold 1024 threads: the first one tried wins";
+}
+
+KIT_TEST(OccupancyChooser, StopsAtFullOccupancy, "occupancy.3", host, 1,
+         "32 registers on an H100: 1024-thread blocks already fill the SM (2 blocks, min grid 264)") {
+  KernelResources k;
+  k.registers_per_thread = 32;
+  int calls = 0;
+  const auto counting = [&](int block, std::size_t dynamic) {
+    ++calls;
+    return oracle::occupancy(h100(), k, block, dynamic).blocks_per_sm;
+  };
+  EXPECT_TRUE(same_choice({1024, 264, 2}, lab06::choose_block_size(h100(), k, no_dynamic, counting)));
+  EXPECT_EQ(calls, 1) << "the first size tried reaches all 2048 threads: nothing can beat it";
+}
+
+KIT_TEST(OccupancyChooser, TriesTheKernelLimitFirst, "occupancy.3", host, 2,
+         "a kernel limited to 100 threads with 20 KiB static shared memory: 100 (10 blocks, 1000 "
+         "threads) beats 96 (10 blocks, 960)") {
+  KernelResources k;
+  k.registers_per_thread = 32;
+  k.static_shared = 20 * KiB;
+  k.max_threads_per_block = 100;
+  EXPECT_TRUE(same_choice({100, 1320, 10},
+                          lab06::choose_block_size(h100(), k, no_dynamic, toolkit_blocks(h100(), k))));
+  k.max_threads_per_block = 1024;
+  EXPECT_TRUE(same_choice({100, 1320, 10}, lab06::choose_block_size(h100(), k, no_dynamic,
+                                                                    toolkit_blocks(h100(), k), 100)))
+      << "the same limit given as block_size_limit";
+}
+
+KIT_TEST(OccupancyChooser, DynamicSharedMemoryFollowsTheBlockSize, "occupancy.3", host, 2,
+         "128 B of dynamic shared memory per thread on an H100: 896 threads (2 blocks of 115 KiB) "
+         "hold the most threads") {
+  KernelResources k;
+  k.registers_per_thread = 32;
+  k.max_dynamic_shared = h100().shared_per_block_optin;
+  std::vector<int> asked;
+  const auto per_thread = [&](int block) {
+    asked.push_back(block);
+    return std::size_t(128) * block;
+  };
+  EXPECT_TRUE(same_choice({896, 264, 2},
+                          lab06::choose_block_size(h100(), k, per_thread, toolkit_blocks(h100(), k))));
+  EXPECT_FALSE(asked.empty()) << "ask dynamic_shared(block_size) for every size you try";
+}
+
+class ChooserOnEachGpu : public ::testing::TestWithParam<DeviceSpec> {};
+
+KIT_TEST_P(ChooserOnEachGpu, AgreesWithCudaOccupancyH, "occupancy.3", host, 1,
+           "600 random kernels, dynamic-shared-memory functions and block limits: the same block "
+           "size and min grid as cuda_occupancy.h") {
+  const DeviceSpec& gpu = GetParam();
+  auto rng = kit::test_random();
+  Mismatches wrong;
+  const int cases = 600;
+  for (int i = 0; i < cases; ++i) {
+    const KernelResources k = random_kernel(rng, gpu);
+    const std::size_t per_thread = rng.uniform_int(0, 2) == 0 ? 0 : rng.uniform_int(0, 200);
+    const std::size_t fixed = rng.uniform_int(0, 8000);
+    const int limit = rng.uniform_int(0, 2) == 0 ? static_cast<int>(rng.uniform_int(1, 1024)) : 0;
+    const lab06::DynamicSharedFn dynamic = [=](int block) { return per_thread * block + fixed; };
+    const BlockChoice expected = oracle::choose_block_size(gpu, k, dynamic, limit);
+    const BlockChoice got = lab06::choose_block_size(gpu, k, dynamic, toolkit_blocks(gpu, k), limit);
+    if (same(expected, got)) continue;
+    std::ostringstream s;
+    s << "sm_" << gpu.cc_major << gpu.cc_minor << ": " << k.registers_per_thread
+      << " registers/thread, static " << k.static_shared << " B, dynamic " << per_thread
+      << " B/thread + " << fixed << " B, kernel limit " << k.max_threads_per_block
+      << " threads, block_size_limit " << limit << "\n  expected: " << describe(expected)
+      << "\n  yours:    " << describe(got);
+    wrong.add(s.str());
+  }
+  EXPECT_TRUE(wrong.verdict(cases, "random cases"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, ChooserOnEachGpu, ::testing::ValuesIn(lab06::known_gpus()),
+                         arch_name);
+
+// ==== GPU: real kernels, the driver's answers ====================================================
+//
+// The kernels below are never launched: the driver answers occupancy questions from a kernel's
+// compiled attributes. Each family varies one resource; each kernel is checked at ~160 block sizes
+// and several dynamic shared memory sizes.
+
+// Keeps N values live in registers at once: the compiler needs about N registers per thread.
+template <int N>
+__device__ __forceinline__ float register_pressure(const float* __restrict__ in, int rounds,
+                                                   unsigned mask) {
+  float v[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) v[k] = in[(threadIdx.x * 13u + k * 7u) & mask];
+  for (int r = 0; r < rounds; ++r) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = fmaf(v[k], v[(k + 1) % N], 1.0001f);
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; ++k) sum += v[k];
+  return sum;
+}
+
+template <int N>
+__global__ void registers_kernel(const float* in, float* out, int rounds, unsigned mask) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask);
+}
+
+// __launch_bounds__(MaxThreads, MinBlocks) caps the registers so that MinBlocks blocks of
+// MaxThreads fit on an SM, and makes MaxThreads the kernel's largest block.
+template <int N, int MaxThreads, int MinBlocks>
+__global__ void __launch_bounds__(MaxThreads, MinBlocks)
+    bounded_kernel(const float* in, float* out, int rounds, unsigned mask) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask);
+}
+
+template <int Bytes>
+__global__ void static_shared_kernel(const float* in, float* out, unsigned mask) {
+  constexpr int kWords = Bytes / 4;
+  __shared__ float tile[kWords];
+  for (int i = threadIdx.x; i < kWords; i += blockDim.x) tile[i] = in[i & mask];
+  __syncthreads();  // the whole tile is written before any thread reads another thread's element
+  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x * 7u) % kWords];
+}
+
+// Tag only makes distinct kernels, so that each can carry its own attributes.
+template <int Tag>
+__global__ void dynamic_shared_kernel(const float* in, float* out, int words, unsigned mask) {
+  extern __shared__ float dynamic_tile[];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[i & mask];
+  __syncthreads();  // the whole tile is written before any thread reads another thread's element
+  out[blockIdx.x * blockDim.x + threadIdx.x] = dynamic_tile[(threadIdx.x * 7u) % words];
+}
+
+template <int N, int Bytes>
+__global__ void mixed_kernel(const float* in, float* out, int rounds, unsigned mask, int words) {
+  __shared__ float tile[Bytes / 4];
+  extern __shared__ float dynamic_tile[];
+  for (int i = threadIdx.x; i < Bytes / 4; i += blockDim.x) tile[i] = in[i & mask];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[(i * 3u) & mask];
+  __syncthreads();  // both tiles are written before any thread reads another thread's element
+  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask) +
+                                               tile[(threadIdx.x * 7u) % (Bytes / 4)] +
+                                               dynamic_tile[threadIdx.x % (words > 0 ? words : 1)];
+}
+
+template <int Percent>
+__global__ void carveout_kernel(const float* in, float* out, int words, unsigned mask) {
+  __shared__ float tile[1024];  // 4 KiB static
+  extern __shared__ float dynamic_tile[];
+  for (int i = threadIdx.x; i < 1024; i += blockDim.x) tile[i] = in[i & mask];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[(i * 5u) & mask];
+  __syncthreads();  // both tiles are written before any thread reads another thread's element
+  out[blockIdx.x * blockDim.x + threadIdx.x] =
+      tile[(threadIdx.x * 7u) % 1024] + dynamic_tile[threadIdx.x % (words > 0 ? words : 1)];
+}
+
+// One kernel of the sweep: how to find it, the attributes to set first, the dynamic shared memory
+// sizes to try.
+struct SweepKernel {
+  std::string name;
+  const void* func;
+  int carveout_percent;      // set with cudaFuncSetAttribute when >= 0
+  bool opt_in;               // raise its dynamic shared memory limit to the device's maximum
+  std::vector<std::size_t> dynamic_sizes;
+};
+
+struct SweepFamily {
+  std::string name;
+  std::vector<SweepKernel> kernels;
+};
+
+const std::vector<std::size_t> kFewDynamic = {0, 3000};
+// The last two exceed what a kernel allows without opting in (48 KiB): no block can launch.
+const std::vector<std::size_t> kDefaultDynamic = {
+    0, 1, 127, 128, 1000, 4096, 12288, 20480, 33000, 40000, 48 * KiB, 48 * KiB + 1, 60000};
+const std::vector<std::size_t> kOptInDynamic = {0,      20000,  48 * KiB + 1, 64 * KiB, 100000,
+                                                116736, 150000, 200000,       227 * KiB};
+
+const std::vector<SweepFamily>& sweep_families() {
+  static const std::vector<SweepFamily> families = {
+      {"registers",
+       {{"registers_kernel<2>", (const void*)registers_kernel<2>, -1, false, kFewDynamic},
+        {"registers_kernel<12>", (const void*)registers_kernel<12>, -1, false, kFewDynamic},
+        {"registers_kernel<28>", (const void*)registers_kernel<28>, -1, false, kFewDynamic},
+        {"registers_kernel<44>", (const void*)registers_kernel<44>, -1, false, kFewDynamic},
+        {"registers_kernel<60>", (const void*)registers_kernel<60>, -1, false, kFewDynamic},
+        {"registers_kernel<90>", (const void*)registers_kernel<90>, -1, false, kFewDynamic},
+        {"registers_kernel<130>", (const void*)registers_kernel<130>, -1, false, kFewDynamic},
+        {"registers_kernel<200>", (const void*)registers_kernel<200>, -1, false, kFewDynamic}}},
+      {"launch_bounds",
+       {{"bounded_kernel<200, 1024, 1>", (const void*)bounded_kernel<200, 1024, 1>, -1, false, kFewDynamic},
+        {"bounded_kernel<200, 256, 4>", (const void*)bounded_kernel<200, 256, 4>, -1, false, kFewDynamic},
+        {"bounded_kernel<200, 384, 3>", (const void*)bounded_kernel<200, 384, 3>, -1, false, kFewDynamic},
+        {"bounded_kernel<200, 96, 8>", (const void*)bounded_kernel<200, 96, 8>, -1, false, kFewDynamic},
+        {"bounded_kernel<200, 100, 1>", (const void*)bounded_kernel<200, 100, 1>, -1, false, kFewDynamic},
+        {"bounded_kernel<60, 640, 2>", (const void*)bounded_kernel<60, 640, 2>, -1, false, kFewDynamic}}},
+      {"static_shared",
+       {{"static_shared_kernel<4>", (const void*)static_shared_kernel<4>, -1, false, {0, 1000}},
+        {"static_shared_kernel<1000>", (const void*)static_shared_kernel<1000>, -1, false, {0, 1000}},
+        {"static_shared_kernel<4096>", (const void*)static_shared_kernel<4096>, -1, false, {0, 1000}},
+        {"static_shared_kernel<10000>", (const void*)static_shared_kernel<10000>, -1, false, {0, 1000}},
+        {"static_shared_kernel<20480>", (const void*)static_shared_kernel<20480>, -1, false, {0, 1000}},
+        {"static_shared_kernel<33000>", (const void*)static_shared_kernel<33000>, -1, false, {0, 1000}},
+        {"static_shared_kernel<49152>", (const void*)static_shared_kernel<49152>, -1, false, {0}}}},
+      {"dynamic_shared",
+       {{"dynamic_shared_kernel<0>", (const void*)dynamic_shared_kernel<0>, -1, false, kDefaultDynamic}}},
+      {"dynamic_opt_in",
+       {{"dynamic_shared_kernel<1> (opted in)", (const void*)dynamic_shared_kernel<1>, -1, true, kOptInDynamic}}},
+      {"mixed",
+       {{"mixed_kernel<24, 8192>", (const void*)mixed_kernel<24, 8192>, -1, false, {0, 5000, 16384, 40000}},
+        {"mixed_kernel<70, 2000>", (const void*)mixed_kernel<70, 2000>, -1, false, {0, 5000, 16384, 40000}},
+        {"mixed_kernel<40, 30000> (opted in)", (const void*)mixed_kernel<40, 30000>, -1, true,
+         {0, 20000, 70000, 150000}}}},
+      {"carveout",
+       {{"carveout_kernel<0>", (const void*)carveout_kernel<0>, 0, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}},
+        {"carveout_kernel<10>", (const void*)carveout_kernel<10>, 10, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}},
+        {"carveout_kernel<25>", (const void*)carveout_kernel<25>, 25, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}},
+        {"carveout_kernel<50>", (const void*)carveout_kernel<50>, 50, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}},
+        {"carveout_kernel<75>", (const void*)carveout_kernel<75>, 75, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}},
+        {"carveout_kernel<100>", (const void*)carveout_kernel<100>, 100, true, {0, 2000, 9000, 20000, 40000, 70000, 120000}}}},
+  };
+  return families;
+}
+
+// Sets the kernel's attributes (once per process is enough; setting them again is harmless) and
+// returns what the driver reports about it afterwards.
+cudaFuncAttributes prepare(const SweepKernel& k, const DeviceSpec& device) {
+  cudaFuncAttributes attr{};
+  KIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.func));
+  if (k.opt_in) {
+    const int most = static_cast<int>(device.shared_per_block_optin - attr.sharedSizeBytes);
+    KIT_CUDA_CHECK(cudaFuncSetAttribute(k.func, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
+  }
+  if (k.carveout_percent >= 0)
+    KIT_CUDA_CHECK(cudaFuncSetAttribute(k.func, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        k.carveout_percent));
+  KIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.func));
+  return attr;
+}
+
+// Block sizes to try: every size up to two warps, every multiple of the warp size and its two
+// neighbours, and the kernel's own limit.
+std::vector<int> sweep_blocks(int max_threads) {
+  std::vector<int> blocks;
+  for (int b = 1; b <= 64; ++b) blocks.push_back(b);
+  for (int b = 96; b <= 1024; b += 32)
+    for (int d : {-1, 0, 1}) blocks.push_back(b + d);
+  blocks.push_back(max_threads);
+  blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                              [&](int b) { return b < 1 || b > max_threads; }),
+               blocks.end());
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  return blocks;
+}
+
+std::string describe_kernel(const SweepKernel& k, const cudaFuncAttributes& a) {
+  std::ostringstream s;
+  s << k.name << " (" << a.numRegs << " registers/thread, static shared " << a.sharedSizeBytes
+    << " B, at most " << a.maxThreadsPerBlock << " threads/block and " << a.maxDynamicSharedSizeBytes
+    << " B dynamic, carveout " << carveout_text(a.preferredShmemCarveout) << ")";
+  return s.str();
+}
+
+// The driver's answer, or -1 when it refuses the question.
+int driver_blocks(const void* func, int block, std::size_t dynamic) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, func, block, dynamic) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; clear it so the test ends clean
+    return -1;
+  }
+  return blocks;
+}
+
+std::string family_name(const ::testing::TestParamInfo<int>& info) {
+  return sweep_families()[info.param].name;
+}
+
+class OccupancySweep : public kit::GpuTestWithParam<int> {};
+
+KIT_TEST_P(OccupancySweep, ModelAgreesWithTheDriver, "occupancy.2", gpu, 2,
+           "real kernels at ~160 block sizes and several dynamic shared memory sizes: your model "
+           "gives the blocks/SM of cudaOccupancyMaxActiveBlocksPerMultiprocessor") {
+  const SweepFamily& family = sweep_families()[GetParam()];
+  const DeviceSpec device = lab06::device_spec_from_device(0);
+  Mismatches wrong;
+  long long compared = 0, refused = 0;
+  for (const SweepKernel& k : family.kernels) {
+    const cudaFuncAttributes attr = prepare(k, device);
+    const KernelResources resources = lab06::kernel_resources(attr);
+    for (std::size_t dynamic : k.dynamic_sizes) {
+      for (int block : sweep_blocks(attr.maxThreadsPerBlock)) {
+        const int expected = driver_blocks(k.func, block, dynamic);
+        if (expected < 0) {
+          ++refused;
+          continue;
+        }
+        ++compared;
+        const Occupancy got = lab06::occupancy(device, resources, block, dynamic);
+        if (got.blocks_per_sm == expected) continue;
+        std::ostringstream s;
+        s << "  " << describe_kernel(k, attr) << ": block " << block << ", dynamic " << dynamic
+          << " B: the driver says " << expected << " blocks/SM, your model " << got.blocks_per_sm
+          << "\n    yours in full: " << describe(got);
+        wrong.add(s.str());
+      }
+    }
+    const int shown = std::min(256, attr.maxThreadsPerBlock);
+    const Occupancy at = lab06::occupancy(device, resources, shown, 0);
+    std::printf("[ kit info ] %s: %d threads -> driver %d blocks/SM, model %d (occupancy %.3f, "
+                "limited by %s)\n",
+                describe_kernel(k, attr).c_str(), shown, driver_blocks(k.func, shown, 0),
+                at.blocks_per_sm, at.occupancy, lab06::to_string(at.limited_by).c_str());
+  }
+  std::printf("[ kit info ] family %s on %s: %lld launches compared, %lld refused by the driver\n",
+              family.name.c_str(), device.name.c_str(), compared, refused);
+  EXPECT_GT(compared, 0);
+  EXPECT_TRUE(wrong.verdict(compared, "launch shapes"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, OccupancySweep,
+                         ::testing::Range(0, static_cast<int>(sweep_families().size())), family_name);
+
+// Dynamic shared memory as a function of the block size, as a caller of
+// cudaOccupancyMaxPotentialBlockSizeVariableSMem would write it (the runtime calls it from a
+// __host__ __device__ function, hence the annotation).
+struct DynamicRule {
+  std::string name;
+  std::size_t per_thread, fixed;
+};
+
+struct DynamicBytes {
+  std::size_t per_thread, fixed;
+  __host__ __device__ std::size_t operator()(int block) const { return per_thread * block + fixed; }
+};
+
+const std::vector<DynamicRule> kDynamicRules = {
+    {"none", 0, 0}, {"4 KiB", 0, 4096}, {"16 B/thread", 16, 0}, {"64 B/thread + 1000 B", 64, 1000}};
+const std::vector<DynamicRule> kOptInRules = {{"160 B/thread", 160, 0}, {"100 KiB", 0, 100 * KiB}};
+
+class ChooserSweep : public kit::GpuTestWithParam<int> {};
+
+KIT_TEST_P(ChooserSweep, ChoiceAgreesWithTheDriver, "occupancy.3", gpu, 1,
+           "real kernels, four dynamic-shared-memory rules, block limits 0, 100 and 640: the block "
+           "size and min grid of cudaOccupancyMaxPotentialBlockSize") {
+  const SweepFamily& family = sweep_families()[GetParam()];
+  const DeviceSpec device = lab06::device_spec_from_device(0);
+  Mismatches wrong;
+  long long compared = 0, refused = 0;
+  for (const SweepKernel& k : family.kernels) {
+    const cudaFuncAttributes attr = prepare(k, device);
+    const KernelResources resources = lab06::kernel_resources(attr);
+    std::vector<DynamicRule> rules = kDynamicRules;
+    if (k.opt_in) rules.insert(rules.end(), kOptInRules.begin(), kOptInRules.end());
+    for (const DynamicRule& rule : rules) {
+      const DynamicBytes bytes{rule.per_thread, rule.fixed};
+      const lab06::DynamicSharedFn dynamic = bytes;
+      for (int limit : {0, 100, 640}) {
+        int min_grid = 0, block = 0;
+        if (cudaOccupancyMaxPotentialBlockSizeVariableSMem(&min_grid, &block, k.func, bytes,
+                                                           limit) != cudaSuccess) {
+          (void)cudaGetLastError();
+          ++refused;
+          continue;
+        }
+        ++compared;
+        const lab06::BlocksPerSmFn driver = [&](int b, std::size_t d) {
+          return std::max(0, driver_blocks(k.func, b, d));
+        };
+        const BlockChoice got = lab06::choose_block_size(device, resources, dynamic, driver, limit);
+        if (got.block_size == block && got.min_grid_size == min_grid) continue;
+        std::ostringstream s;
+        s << "  " << describe_kernel(k, attr) << ", dynamic shared " << rule.name
+          << ", block_size_limit " << limit << ": the driver suggests block " << block
+          << " with min grid " << min_grid << "; yours " << describe(got);
+        wrong.add(s.str());
+      }
+    }
+  }
+  std::printf("[ kit info ] family %s on %s: %lld choices compared, %lld refused by the driver\n",
+              family.name.c_str(), device.name.c_str(), compared, refused);
+  EXPECT_GT(compared, 0);
+  EXPECT_TRUE(wrong.verdict(compared, "choices"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ChooserSweep,
+                         ::testing::Range(0, static_cast<int>(sweep_families().size())), family_name);
+
+}  // namespace
