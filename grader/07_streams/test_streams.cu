@@ -1,0 +1,803 @@
+// Grader of lab 07, streams.
+//
+//   python3 grader/kit.py grade 07          every test, each in its own process, with a score
+//   build/bin/grade_07_streams              the same tests in one process (quick, no score)
+//   KIT_SEED=1234 build/bin/grade_07_streams --gtest_filter='*PipelineRun*'   replay one failure
+//
+// Steps: 1 pinned host memory and an asynchronous round trip on a stream, 2 the chunked pipeline
+// over several streams, 3 events that time every stage of every chunk, perf the pipeline against
+// the ideal overlap bound and against the serial version. Host outputs are pinned arrays with
+// guard regions on both sides (GuardedPinned), poisoned before every run.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kit/check.h"
+#include "kit/test.h"
+#include "pipeline_timing.h"
+#include "sampled_ratio.h"
+#include "streams.h"
+
+namespace {
+
+using lab07_grader::EventTimer;
+using lab07_grader::StageTimes;
+using lab07_grader::Workload;
+
+const kit::Tolerance kExact = kit::Tolerance::exact(
+    "work() is the same chain of fused multiply-adds on the host and on the GPU, each rounded "
+    "once, so the results agree bit for bit");
+
+constexpr std::size_t kBig = (1u << 20) + 7;  // no chunk count above 1 used here divides it
+
+std::string mib(std::size_t bytes) {
+  std::ostringstream out;
+  out.precision(3);
+  out << static_cast<double>(bytes) / (1 << 20) << " MiB";
+  return out.str();
+}
+
+std::vector<float> expected_output(const float* in, std::size_t n, int iterations) {
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = lab07::work(in[i], iterations);
+  return out;
+}
+
+/// A pinned copy of `values`.
+kit::PinnedBuffer<float> pinned_copy(const std::vector<float>& values) {
+  kit::PinnedBuffer<float> buffer(values.size());
+  std::copy(values.begin(), values.end(), buffer.data());
+  return buffer;
+}
+
+// ---- Pinned host outputs with guard regions -----------------------------------------------------
+
+/// kit::GuardedBuffer for host memory: a pinned output of n floats between two guard regions, the
+/// output poisoned so that an element nothing wrote is seen. (Generic: a candidate for common/.)
+class GuardedPinned {
+ public:
+  static constexpr std::size_t kGuard = 1024;  // 4 KiB each side: data() stays 4 KiB aligned
+
+  explicit GuardedPinned(std::size_t n) : n_(n), storage_(n + 2 * kGuard) { poison(); }
+
+  float* data() noexcept { return storage_.data() + kGuard; }
+  std::size_t size() const noexcept { return n_; }
+
+  void poison() {
+    std::fill_n(storage_.data(), kGuard, kit::guard_value<float>());
+    std::fill_n(storage_.data() + kGuard, n_, kit::poison_value<float>());
+    std::fill_n(storage_.data() + kGuard + n_, kGuard, kit::guard_value<float>());
+  }
+  std::vector<float> values() const {
+    return {storage_.data() + kGuard, storage_.data() + kGuard + n_};
+  }
+  std::vector<kit::GuardHit> guard_writes() const {
+    const std::vector<float> before(storage_.data(), storage_.data() + kGuard);
+    const std::vector<float> after(storage_.data() + kGuard + n_,
+                                   storage_.data() + 2 * kGuard + n_);
+    return kit::find_guard_writes(before, after, n_);
+  }
+  std::size_t written() const {
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < n_; ++i) count += !kit::is_poison(storage_.data()[kGuard + i]);
+    return count;
+  }
+
+ private:
+  std::size_t n_;
+  kit::PinnedBuffer<float> storage_;
+};
+
+/// "chunk 3 [300, 400) on stream 3", from the student's chunk_range, for element `i`.
+std::string chunk_of(std::size_t i, std::size_t n, int chunks, int streams) {
+  for (int c = 0; c < chunks; ++c) {
+    const lab07::ChunkRange r = lab07::chunk_range(n, chunks, c);
+    if (r.begin <= i && i < r.end)
+      return "chunk " + std::to_string(c) + " [" + std::to_string(r.begin) + ", " +
+             std::to_string(r.end) + ") on stream " + std::to_string(c % streams);
+  }
+  return "no chunk: chunk_range(" + std::to_string(n) + ", " + std::to_string(chunks) +
+         ", c) leaves it out for every c";
+}
+
+/// Checks a guarded host output against `expected`; names the chunk of each wrong element.
+::testing::AssertionResult host_output_matches(const std::string& what,
+                                               const std::vector<float>& expected,
+                                               const GuardedPinned& out, int chunks, int streams) {
+  std::string problems;
+  const auto hits = out.guard_writes();
+  if (!hits.empty()) problems += what + ": " + kit::describe_guard_writes(hits, out.size()) + "\n";
+  const kit::Comparison cmp = kit::compare_values(expected, out.values(), kExact);
+  if (!cmp.ok()) {
+    problems += kit::describe_mismatches(what, cmp, kExact, kit::Shape::d1(out.size()), nullptr);
+    problems += "\n  where the first wrong elements belong:\n";
+    for (const kit::Mismatch& m : cmp.first)
+      problems += "    element " + std::to_string(m.index) + ": " +
+                  chunk_of(m.index, out.size(), chunks, streams) + "\n";
+  }
+  if (problems.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << problems << kit::seed_note();
+}
+
+/// Checks the output right after run() returned; run() must not return before h_out is complete.
+void expect_complete_output(const std::vector<float>& expected, const GuardedPinned& out,
+                            int chunks, int streams) {
+  const ::testing::AssertionResult at_return =
+      host_output_matches("h_out", expected, out, chunks, streams);
+  if (at_return) return;
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  if (host_output_matches("h_out", expected, out, chunks, streams)) {
+    ADD_FAILURE() << "h_out was not complete when run() returned, and was a moment later: run() "
+                     "must wait until every stream has finished (cudaStreamSynchronize on each) "
+                     "before it returns\nat return: "
+                  << at_return.message();
+    return;
+  }
+  ADD_FAILURE() << at_return.message();
+}
+
+// ---- Pinned or not: the grader's own check ------------------------------------------------------
+
+const char* memory_type_name(cudaMemoryType type) {
+  switch (type) {
+    case cudaMemoryTypeUnregistered:
+      return "unregistered (pageable) host memory";
+    case cudaMemoryTypeHost:
+      return "pinned host memory";
+    case cudaMemoryTypeDevice:
+      return "device memory";
+    case cudaMemoryTypeManaged:
+      return "managed memory";
+  }
+  return "unknown memory";
+}
+
+/// Empty when [p, p + n) is pinned host memory; otherwise why not, starting "your <name> is ...".
+std::string pinned_problem(const float* p, std::size_t n, const std::string& name) {
+  for (const float* q : {p, p + (n - 1)}) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, q) != cudaSuccess) {
+      cudaGetLastError();
+      attributes.type = cudaMemoryTypeUnregistered;
+    }
+    if (attributes.type == cudaMemoryTypeHost) continue;
+    if (attributes.type == cudaMemoryTypeUnregistered)
+      return lab07::pageable_message(name) + (q == p ? "" : " (its last element is not pinned)");
+    return "your " + name + " is " + memory_type_name(attributes.type) +
+           ", not host memory: the pipeline's host buffers must be pinned host memory "
+           "(cudaMallocHost)";
+  }
+  return "";
+}
+
+/// Empty when `buffers` holds two separate pinned arrays of n floats; otherwise what is wrong.
+std::string buffer_problems(const lab07::HostBuffers& buffers, std::size_t n) {
+  std::string problems;
+  const std::pair<const lab07::HostArray*, const char*> arrays[] = {{&buffers.in, "h_in"},
+                                                                    {&buffers.out, "h_out"}};
+  for (const auto& [array, name] : arrays) {
+    if (array->data() == nullptr || array->size() != n) {
+      problems += std::string("make_pinned_buffers(") + std::to_string(n) + ")." +
+                  (array == &buffers.in ? "in" : "out") + " holds " +
+                  std::to_string(array->size()) + " floats at " +
+                  (array->data() ? "a valid address" : "nullptr") + "; expected " +
+                  std::to_string(n) + " floats\n";
+      continue;
+    }
+    const std::string pinned = pinned_problem(array->data(), n, name);
+    if (!pinned.empty()) problems += pinned + "\n";
+  }
+  if (!problems.empty()) return problems;
+  const float* in = buffers.in.data();
+  const float* out = buffers.out.data();
+  if (in < out + n && out < in + n)
+    problems += "make_pinned_buffers(" + std::to_string(n) +
+                ") returned overlapping arrays: in and out must be separate\n";
+  return problems;
+}
+
+// ---- Step 1 -------------------------------------------------------------------------------------
+
+using PinnedMemory = kit::GpuTest;
+
+KIT_TEST(PinnedMemory, IsPinnedTellsPageLockedFromPageable, "streams.1", gpu, 2,
+         "is_pinned: true for cudaMallocHost, cudaHostAlloc and cudaHostRegister memory, false "
+         "for malloc, std::vector and cudaMalloc memory") {
+  constexpr std::size_t n = 1 << 16;
+  kit::PinnedBuffer<float> pinned(n);
+  float* host_alloc = nullptr;
+  KIT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_alloc), n * sizeof(float),
+                               cudaHostAllocDefault));
+  const std::unique_ptr<float, cudaError_t (*)(void*)> free_host_alloc(host_alloc, cudaFreeHost);
+  const std::unique_ptr<float, void (*)(void*)> heap(
+      static_cast<float*>(std::malloc(n * sizeof(float))), std::free);
+  std::vector<float> vector(n), registered(n);
+  kit::DeviceBuffer<float> device(n);
+  const bool registered_ok = cudaHostRegister(registered.data(), n * sizeof(float),
+                                              cudaHostRegisterDefault) == cudaSuccess;
+  if (!registered_ok) cudaGetLastError();  // not allowed on this machine: that case is left out
+
+  struct Case {
+    const char* what;
+    const void* p;
+    bool pinned;
+  };
+  std::vector<Case> cases = {{"memory from cudaMallocHost", pinned.data(), true},
+                             {"the middle of a cudaMallocHost array", pinned.data() + n / 2, true},
+                             {"memory from cudaHostAlloc", host_alloc, true},
+                             {"memory from malloc", heap.get(), false},
+                             {"a std::vector's memory", vector.data(), false},
+                             {"device memory from cudaMalloc", device.data(), false}};
+  if (registered_ok)
+    cases.push_back({"a std::vector registered with cudaHostRegister", registered.data(), true});
+  for (const Case& c : cases) {
+    const bool got = lab07::is_pinned(c.p);
+    EXPECT_EQ(got, c.pinned) << "is_pinned(" << c.what << ") returned " << std::boolalpha << got
+                             << ", expected " << c.pinned;
+  }
+  const cudaError_t left = cudaGetLastError();
+  EXPECT_EQ(left, cudaSuccess) << "is_pinned left an error behind (" << cudaGetErrorName(left)
+                               << "): a later CUDA call would report it as its own; clear it "
+                                  "with cudaGetLastError()";
+  if (registered_ok) KIT_CUDA_CHECK(cudaHostUnregister(registered.data()));
+}
+
+KIT_TEST(PinnedMemory, MakePinnedBuffersReturnsTwoPinnedArrays, "streams.1", gpu, 2,
+         "make_pinned_buffers(n) returns two separate pinned arrays of n floats each "
+         "(n = 1, 1000, 2^20 + 7)") {
+  auto rng = kit::test_random();
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1000}, kBig}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    lab07::HostBuffers buffers = lab07::make_pinned_buffers(n);
+    const std::string problems = buffer_problems(buffers, n);
+    EXPECT_TRUE(problems.empty()) << problems;
+    if (!problems.empty()) continue;
+    // Every element can be reached: the values go to the device from `in`, and back into `out`.
+    const std::vector<float> values = rng.floats(n, -1, 1);
+    float* in = buffers.in.data();
+    float* out = buffers.out.data();
+    std::copy(values.begin(), values.end(), in);
+    kit::DeviceBuffer<float> device(n);
+    KIT_CUDA_CHECK(cudaMemcpy(device.data(), in, n * sizeof(float), cudaMemcpyHostToDevice));
+    KIT_CUDA_CHECK(cudaMemcpy(out, device.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(std::equal(values.begin(), values.end(), out))
+        << "values copied to the device from make_pinned_buffers(n).in did not come back "
+           "whole into .out";
+  }
+}
+
+// Holds a stream for `ns` nanoseconds: whatever is queued behind it cannot start before then.
+__global__ void hold_stream_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(10000);
+#endif
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+std::string size_name(const ::testing::TestParamInfo<std::size_t>& info) {
+  return "n_" + std::to_string(info.param);
+}
+
+class RoundTrip : public kit::GpuTestWithParam<std::size_t> {};
+
+KIT_TEST_P(RoundTrip, QueuesOnItsStreamAndReturnsAtOnce, "streams.1", gpu, 1,
+           "round_trip_async queues copy-in, kernel and copy-out on the stream it is given and "
+           "returns without waiting") {
+  constexpr double kHoldMs = 1000;  // the stream is held this long before the round trip can run
+  const std::size_t n = GetParam();
+  auto rng = kit::test_random();
+  const int iterations = static_cast<int>(rng.uniform_int(1, 16));
+  const std::vector<float> in = rng.floats(n, -1, 1);
+  const kit::PinnedBuffer<float> h_in = pinned_copy(in);
+  GuardedPinned h_out(n);
+  kit::DeviceBuffer<float> d_in(n), d_out(n);
+  lab07::Stream stream;
+  // The kernel's first launch loads its module: do that now, so it is not mistaken for waiting.
+  lab07::launch_work(d_in.data(), d_out.data(), n, 1, stream);
+  KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  hold_stream_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(kHoldMs * 1e6));
+  KIT_CHECK_LAUNCH("hold_stream_kernel");
+  const auto start = std::chrono::steady_clock::now();
+  lab07::round_trip_async(h_in.data(), h_out.data(), d_in.data(), d_out.data(), n, iterations,
+                          stream);
+  const double returned_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(returned_ms, kHoldMs / 2)
+      << "round_trip_async returned after " << returned_ms << " ms, although work queued ahead of "
+      << "it kept the stream busy for " << kHoldMs << " ms: it waited for the GPU (a cudaMemcpy, "
+      << "or a synchronize). Queue all three steps with cudaMemcpyAsync and launch_work on "
+      << "`stream`, and return.";
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool still_held = cudaStreamQuery(stream) == cudaErrorNotReady;
+  const std::size_t early = h_out.written();
+  if (still_held && early > 0)
+    ADD_FAILURE() << early << " of " << n << " elements of h_out were written while `stream` "
+                  << "was still held by earlier work: part of your round trip ran on another "
+                  << "stream (the default stream?). Pass `stream` to both cudaMemcpyAsync calls "
+                  << "and to launch_work.";
+  KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  EXPECT_TRUE(host_output_matches("h_out", expected_output(in.data(), n, iterations), h_out, 1, 1));
+  EXPECT_TRUE(std::equal(in.begin(), in.end(), h_in.data())) << "h_in was modified";
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RoundTrip, ::testing::Values(std::size_t{1}, std::size_t{33}, kBig),
+                         size_name);
+
+KIT_TEST(PinnedMemory, RunRefusesPageableBuffers, "streams.1", gpu, 2,
+         "Pipeline::run throws std::invalid_argument naming h_in or h_out when either is "
+         "pageable, and accepts pinned buffers") {
+  constexpr std::size_t n = 1000;
+  lab07::Pipeline pipeline(n, 2);
+  kit::PinnedBuffer<float> pinned_in(n), pinned_out(n);
+  std::vector<float> pageable_in(n), pageable_out(n);
+  auto expect_refused = [&](const float* in, float* out, const std::string& name) {
+    try {
+      pipeline.run(in, out, n, 2, 1);
+      ADD_FAILURE() << "run() accepted a pageable " << name
+                    << ": it must refuse it with std::invalid_argument (see require_pinned)";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("pageable") != std::string::npos &&
+                  what.find(name) != std::string::npos)
+          << "run() refused a pageable " << name << " with the message \"" << what
+          << "\", which should name " << name << " and say it is pageable";
+    }
+  };
+  expect_refused(pageable_in.data(), pinned_out.data(), "h_in");
+  expect_refused(pinned_in.data(), pageable_out.data(), "h_out");
+  try {
+    pipeline.run(pinned_in.data(), pinned_out.data(), n, 2, 1);
+  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "run() refused pinned buffers from cudaMallocHost: " << e.what()
+                  << "\n(is_pinned must say true for them)";
+  }
+}
+
+// ---- Step 2 -------------------------------------------------------------------------------------
+
+using PipelineHost = kit::HostTest;
+
+/// Empty when chunk_range(n, chunks, c) for c = 0 .. chunks-1 covers [0, n) in order with no chunk
+/// over ceil(n / chunks); otherwise what is wrong, with the ranges.
+std::string chunking_problem(std::size_t n, int chunks) {
+  const std::size_t largest = (n + static_cast<std::size_t>(chunks) - 1) / chunks;
+  std::ostringstream ranges, problem;
+  std::size_t next = 0;
+  for (int c = 0; c < chunks; ++c) {
+    const lab07::ChunkRange r = lab07::chunk_range(n, chunks, c);
+    if (c < 8) ranges << " [" << r.begin << ", " << r.end << ")";
+    if (c == 8 && chunks > 9) ranges << " ...";
+    if (problem.tellp() > 0) continue;
+    if (r.end < r.begin)
+      problem << "chunk " << c << " ends before it begins";
+    else if (r.begin != next)
+      problem << "chunk " << c << " starts at " << r.begin << " but the chunks before it end at "
+              << next
+              << (r.begin > next ? ": the elements between are in no chunk"
+                                 : ": some elements are in two chunks");
+    else if (r.size() > largest)
+      problem << "chunk " << c << " holds " << r.size()
+              << " elements, more than ceil(n / chunks) = " << largest;
+    next = std::max(next, r.end);
+  }
+  if (problem.tellp() == 0 && next != n)
+    problem << "the chunks end at " << next << ", not at n = " << n
+            << (next < n ? ": the last elements are in no chunk" : "");
+  if (problem.tellp() == 0) return "";
+  return "chunk_range(" + std::to_string(n) + ", " + std::to_string(chunks) +
+         ", c): " + problem.str() + "; the chunks are" + ranges.str();
+}
+
+KIT_TEST(PipelineHost, ChunkRangeCoversEveryElementOnceInOrder, "streams.2", host, 2,
+         "chunk_range cuts n elements into chunks covering [0, n) in order, none over "
+         "ceil(n / chunks): 10 in 4, 33 in 7, 1 in 16, 2^20 + 7 in 16, and 1000 random cases") {
+  const std::pair<std::size_t, int> fixed[] = {{10, 4},   {33, 7}, {1, 16}, {kBig, 16},
+                                               {kBig, 1}, {64, 8}, {3, 3},  {1000, 7}};
+  for (const auto& [n, chunks] : fixed) {
+    const std::string problem = chunking_problem(n, chunks);
+    EXPECT_TRUE(problem.empty()) << problem;
+  }
+  auto rng = kit::test_random();
+  for (int i = 0; i < 1000; ++i) {
+    const auto n = static_cast<std::size_t>(rng.uniform_int(1, 1 << 26));
+    const auto chunks = static_cast<int>(rng.uniform_int(1, 64));
+    const std::string problem = chunking_problem(n, chunks);
+    ASSERT_TRUE(problem.empty()) << problem << "\n" << kit::seed_note();
+  }
+}
+
+struct PipelineCase {
+  std::size_t n;
+  int chunks;
+  int streams;
+};
+
+std::string case_name(const ::testing::TestParamInfo<PipelineCase>& info) {
+  return "n_" + std::to_string(info.param.n) + "_" + std::to_string(info.param.chunks) + "chunks_" +
+         std::to_string(info.param.streams) + "streams";
+}
+
+/// Runs `pipeline` once over fresh inputs of n elements and checks the output and the input.
+void check_pipeline(lab07::Pipeline& pipeline, std::size_t n, int chunks, kit::Random& rng) {
+  const int iterations = static_cast<int>(rng.uniform_int(1, 16));
+  const std::vector<float> in = rng.floats(n, -1, 1);
+  const kit::PinnedBuffer<float> h_in = pinned_copy(in);
+  GuardedPinned h_out(n);
+  pipeline.run(h_in.data(), h_out.data(), n, chunks, iterations);
+  expect_complete_output(expected_output(in.data(), n, iterations), h_out, chunks,
+                         pipeline.num_streams());
+  EXPECT_TRUE(std::equal(in.begin(), in.end(), h_in.data())) << "h_in was modified";
+}
+
+class PipelineRun : public kit::GpuTestWithParam<PipelineCase> {};
+
+KIT_TEST_P(PipelineRun, WritesEveryElementOnce, "streams.2", gpu, 1,
+           "run() writes work(h_in[i]) to every h_out[i], nothing outside h_out, h_in unchanged") {
+  const std::size_t n = GetParam().n;
+  const int chunks = GetParam().chunks, streams = GetParam().streams;
+  auto rng = kit::test_random();
+  lab07::Pipeline pipeline(n, streams);
+  check_pipeline(pipeline, n, chunks, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, PipelineRun,
+                         ::testing::Values(PipelineCase{kBig, 1, 4}, PipelineCase{kBig, 3, 4},
+                                           PipelineCase{kBig, 4, 4}, PipelineCase{kBig, 7, 4},
+                                           PipelineCase{kBig, 16, 4}, PipelineCase{kBig, 7, 1},
+                                           PipelineCase{kBig, 16, 3}, PipelineCase{kBig, 3, 8},
+                                           PipelineCase{1, 1, 4}, PipelineCase{1, 3, 4},
+                                           PipelineCase{1, 16, 4}, PipelineCase{33, 4, 4},
+                                           PipelineCase{33, 7, 4}, PipelineCase{33, 16, 4}),
+                         case_name);
+
+using PipelineReuse = kit::GpuTest;
+
+KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
+         "one Pipeline runs twice: 2^20 + 7 elements in 7 chunks, then 1000 in 3 chunks on "
+         "fresh data; both outputs exact") {
+  auto rng = kit::test_random();
+  lab07::Pipeline pipeline(kBig, 4);
+  {
+    SCOPED_TRACE("first run: 2^20 + 7 elements, 7 chunks");
+    check_pipeline(pipeline, kBig, 7, rng);
+  }
+  {
+    SCOPED_TRACE("second run: 1000 elements, 3 chunks");
+    check_pipeline(pipeline, 1000, 3, rng);
+  }
+}
+
+// ---- Step 3 -------------------------------------------------------------------------------------
+
+/// What is wrong with the timeline run() returned (empty when nothing is), given the times of
+/// each stage alone over all n elements and the host time run() took.
+std::string timeline_problems(const lab07::Timeline& timeline, std::size_t n, int chunks,
+                              int streams, const StageTimes& alone, double run_ms) {
+  constexpr double kEps = 0.002;  // ms: float rounding of event times
+  constexpr const char* kNames[] = {"copy-in", "kernel", "copy-out"};
+  std::ostringstream out;
+  out.precision(4);
+  int found = 0;
+  auto problem = [&]() -> std::ostream& {
+    ++found;
+    return out << "  ";
+  };
+  if (timeline.size() != static_cast<std::size_t>(chunks)) {
+    problem() << "run() returned " << timeline.size() << " timeline entries for " << chunks
+              << " chunks: read_timeline must return one per chunk\n";
+    return out.str();
+  }
+  for (int c = 0; c < chunks && found < 6; ++c)
+    for (int s = 0; s < lab07::kStages; ++s) {
+      const lab07::StageTime& t = timeline[c].stage[s];
+      if (!std::isfinite(t.start_ms) || !std::isfinite(t.end_ms))
+        problem() << "chunk " << c << ", " << kNames[s] << ": start " << t.start_ms << ", end "
+                  << t.end_ms << ": every stage of every chunk needs both times\n";
+      else if (t.end_ms < t.start_ms - kEps)
+        problem() << "chunk " << c << ", " << kNames[s] << " ends at " << t.end_ms
+                  << " ms, before it starts at " << t.start_ms << " ms\n";
+    }
+  if (found > 0) return out.str();
+
+  const float origin = timeline[0].stage[lab07::kCopyIn].start_ms;
+  if (std::fabs(origin) > kEps)
+    problem() << "chunk 0's copy-in starts at " << origin << " ms: times are measured from the "
+              << "start of chunk 0's copy-in, so it starts at 0\n";
+  for (int c = 0; c < chunks && found < 6; ++c) {
+    const auto& stage = timeline[c].stage;
+    for (int s = 1; s < lab07::kStages; ++s)
+      if (stage[s].start_ms < stage[s - 1].end_ms - kEps)
+        problem() << "chunk " << c << ": its " << kNames[s] << " starts at " << stage[s].start_ms
+                  << " ms, before its " << kNames[s - 1] << " ends at " << stage[s - 1].end_ms
+                  << " ms; in one stream each stage starts after the one before it\n";
+    if (c >= streams) {
+      const auto& previous = timeline[c - streams].stage;
+      if (stage[lab07::kCopyIn].start_ms < previous[lab07::kCopyOut].end_ms - kEps)
+        problem() << "chunk " << c << " starts its copy-in at " << stage[lab07::kCopyIn].start_ms
+                  << " ms, before chunk " << c - streams << " (the chunk before it on stream "
+                  << c % streams << ") ends its copy-out at " << previous[lab07::kCopyOut].end_ms
+                  << " ms\n";
+    }
+    const std::size_t size = lab07::chunk_range(n, chunks, c).size();
+    for (int s = 0; s < lab07::kStages && size > 0; ++s) {
+      // A chunk's share of a stage takes at least its share of the stage's time alone (sharing
+      // an engine with other chunks only slows it down); half of that leaves room for noise.
+      const double least = 0.5 * alone.ms[s] * static_cast<double>(size) / n;
+      const double took = stage[s].end_ms - stage[s].start_ms;
+      if (least >= 0.02 && took < least)
+        problem() << "chunk " << c << "'s " << kNames[s] << " took " << took << " ms, but "
+                  << (s == lab07::kKernel ? "its share of the kernel's work"
+                                          : "copying its " + mib(size * sizeof(float)))
+                  << " takes about " << 2 * least << " ms on its own: were its events recorded on "
+                  << "the chunk's stream, around the stage's work?\n";
+    }
+  }
+  double first = INFINITY, last = -INFINITY;
+  for (const lab07::ChunkTimes& chunk : timeline)
+    for (const lab07::StageTime& t : chunk.stage) {
+      first = std::min(first, static_cast<double>(t.start_ms));
+      last = std::max(last, static_cast<double>(t.end_ms));
+    }
+  if (last - first > 1.02 * run_ms + 0.05)
+    problem() << "the timeline spans " << last - first << " ms, but the whole call to run() took "
+              << run_ms << " ms\n";
+  return out.str();
+}
+
+class EventsTimeline : public kit::GpuTestWithParam<PipelineCase> {};
+
+KIT_TEST_P(EventsTimeline, TimesEveryStageOfEveryChunk, "streams.3", gpu, 2,
+           "run() returns one time entry per chunk: measured from chunk 0's copy-in, stages in "
+           "stream order, each as long as its work needs, all within the call") {
+  const std::size_t n = GetParam().n;
+  const int chunks = GetParam().chunks, streams = GetParam().streams;
+  auto rng = kit::test_random();
+  const std::vector<float> in = rng.floats(n, -1, 1);
+  const kit::PinnedBuffer<float> h_in = pinned_copy(in);
+  GuardedPinned h_out(n);
+  kit::DeviceBuffer<float> d_in(n), d_out(n);
+  lab07::Stream stream;
+  EventTimer timer;
+  Workload w{h_in.data(), h_out.data(), d_in.data(), d_out.data(), n, 8, stream};
+  // Size the kernel like the copy, so that every stage has a length worth checking.
+  if (n >= (1u << 20)) w.iterations = lab07_grader::iterations_like_copy_in(w, timer);
+  const StageTimes alone = lab07_grader::median_stage_times(w, timer);
+
+  lab07::Pipeline pipeline(n, streams);
+  pipeline.run(h_in.data(), h_out.data(), n, chunks, w.iterations);  // warm-up
+  lab07::Timeline timeline;
+  const double run_ms = lab07_grader::wall_ms(
+      [&] { timeline = pipeline.run(h_in.data(), h_out.data(), n, chunks, w.iterations); });
+  const std::string problems = timeline_problems(timeline, n, chunks, streams, alone, run_ms);
+  EXPECT_TRUE(problems.empty()) << "the timeline run() returned is wrong:\n"
+                                << problems << "the timeline as recorded (" << n << " elements, "
+                                << w.iterations << " iterations):\n"
+                                << lab07_grader::render_timeline(timeline, streams);
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, EventsTimeline,
+                         ::testing::Values(PipelineCase{1u << 24, 8, 4},
+                                           PipelineCase{(1u << 22) + 5, 7, 3},
+                                           PipelineCase{33, 16, 4}),
+                         case_name);
+
+// ---- Performance --------------------------------------------------------------------------------
+
+class StreamsPerf : public kit::PerfTest {
+ protected:
+  enum class Ratio { overlap_vs_ideal, speedup_vs_serial };
+  void measure(Ratio which);
+};
+
+void StreamsPerf::measure(Ratio which) {
+  const kit::DeviceInfo device = kit::query_device();
+  std::printf("[ kit perf ] copy engines (asyncEngineCount): %d%s\n", device.copy_engines,
+              device.copy_engines >= 2
+                  ? ": a copy-in, a copy-out and kernels can all run at the same time"
+                  : ": copies in the two directions take turns");
+  RecordProperty("copy_engines", std::to_string(device.copy_engines));
+
+  const lab07::PipelineConfig config = lab07::perf_config();
+  ASSERT_TRUE(config.chunks >= 1 && config.chunks <= 1024 && config.streams >= 1 &&
+              config.streams <= 64)
+      << "perf_config() returned " << config.chunks << " chunks over " << config.streams
+      << " streams: choose 1 to 1024 chunks and 1 to 64 streams";
+  RecordProperty("chunks", std::to_string(config.chunks));
+  RecordProperty("streams", std::to_string(config.streams));
+
+  // 2^26 floats: 256 MiB each way, far beyond any cache, copies of several milliseconds.
+  constexpr std::size_t n = std::size_t{1} << 26;
+  lab07::HostBuffers host = lab07::make_pinned_buffers(n);
+  const std::string problems = buffer_problems(host, n);
+  ASSERT_TRUE(problems.empty()) << problems << "(the pipeline is timed on the buffers "
+                                << "make_pinned_buffers(" << n << ") returns)";
+  float* h_in = host.in.data();
+  float* h_out = host.out.data();
+  auto rng = kit::test_random();
+  auto fill_input = [&] {
+    for (std::size_t i = 0; i < n; ++i) h_in[i] = rng.uniform(-1, 1);
+  };
+  fill_input();
+
+  kit::DeviceBuffer<float> d_in(n), d_out(n);
+  lab07::Stream stream;
+  EventTimer timer;
+  Workload w{h_in, h_out, d_in.data(), d_out.data(), n, 1, stream};
+  // The kernel is sized so that it takes about as long as the copy-in: three comparable stages.
+  w.iterations = lab07_grader::iterations_like_copy_in(w, timer);
+  RecordProperty("iterations", std::to_string(w.iterations));
+
+  lab07::Pipeline pipeline(n, config.streams);
+  // The pipeline must compute the right thing at this size too, before timing and after it on
+  // fresh inputs (every element written; a sample of them, chunk edges included, checked exactly).
+  auto check = [&](const char* when) {
+    std::fill_n(h_out, n, kit::poison_value<float>());
+    const lab07::Timeline timeline = pipeline.run(h_in, h_out, n, config.chunks, w.iterations);
+    EXPECT_EQ(timeline.size(), static_cast<std::size_t>(config.chunks))
+        << "run() returned a timeline of " << timeline.size() << " chunks for " << config.chunks;
+    std::vector<std::size_t> probes = {0, n - 1};
+    for (int c = 0; c < config.chunks; ++c) {
+      const lab07::ChunkRange r = lab07::chunk_range(n, config.chunks, c);
+      if (r.size() > 0) probes.insert(probes.end(), {r.begin, r.end - 1});
+    }
+    for (int i = 0; i < 4096; ++i)
+      probes.push_back(static_cast<std::size_t>(rng.uniform_int(0, n - 1)));
+    std::size_t unwritten = 0, first_unwritten = n;
+    for (std::size_t i = 0; i < n; ++i)
+      if (kit::is_poison(h_out[i])) {
+        if (unwritten++ == 0) first_unwritten = i;
+      }
+    std::ostringstream wrong;
+    int wrong_count = 0;
+    for (const std::size_t i : probes) {
+      const float want = lab07::work(h_in[i], w.iterations);
+      if (kit::same_bits(want, h_out[i]) || kit::is_poison(h_out[i])) continue;
+      if (wrong_count++ < 5)
+        wrong << "\n  element " << i << " (" << chunk_of(i, n, config.chunks, config.streams)
+              << "): expected " << want << ", got " << h_out[i];
+    }
+    EXPECT_TRUE(unwritten == 0 && wrong_count == 0)
+        << "h_out (" << when << ", " << n << " elements, " << config.chunks
+        << " chunks): " << unwritten << " elements never written"
+        << (unwritten ? ", the first " + std::to_string(first_unwritten) + " (" +
+                            chunk_of(first_unwritten, n, config.chunks, config.streams) + ")"
+                      : std::string())
+        << "; " << wrong_count << " of " << probes.size() << " sampled elements wrong"
+        << wrong.str() << "\n"
+        << kit::seed_note();
+  };
+  check("before timing");
+  if (HasFailure()) return;
+
+  // Rounds: the three stages alone (events), the serial version and the student's pipeline (host
+  // time), in alternating order so that drift hits both sides; one ratio per round.
+  struct Round {
+    double pipeline_ms, ideal_ms, serial_ms;
+    StageTimes stages;
+    lab07::Timeline timeline;
+  };
+  std::vector<Round> rounds;
+  auto run_round = [&] {
+    Round r;
+    auto pipeline_part = [&] {
+      r.pipeline_ms = lab07_grader::wall_ms(
+          [&] { r.timeline = pipeline.run(h_in, h_out, n, config.chunks, w.iterations); });
+    };
+    auto reference_part = [&] {
+      r.stages = lab07_grader::time_stages(w, timer);
+      r.serial_ms = lab07_grader::serial_ms(w);
+    };
+    if (rounds.size() % 2 == 0) {
+      pipeline_part();
+      reference_part();
+    } else {
+      reference_part();
+      pipeline_part();
+    }
+    r.ideal_ms = lab07_grader::ideal_ms(r.stages, config.chunks);
+    return r;
+  };
+  for (int i = 0; i < 2; ++i) run_round();  // warm-up
+  const std::string key =
+      which == Ratio::overlap_vs_ideal ? "streams.overlap_vs_ideal" : "streams.speedup_vs_serial";
+  const double bar = kit::threshold(key);
+  const kit::SampledRatio result = kit::sample_ratio(
+      [&] {
+        rounds.push_back(run_round());
+        const Round& r = rounds.back();
+        return which == Ratio::overlap_vs_ideal ? r.ideal_ms / r.pipeline_ms
+                                                : r.serial_ms / r.pipeline_ms;
+      },
+      bar);
+
+  auto median = [&](auto field) {
+    std::vector<double> values;
+    for (const Round& r : rounds) values.push_back(field(r));
+    return kit::summarize(values).median;
+  };
+  const double pipeline_ms = median([](const Round& r) { return r.pipeline_ms; });
+  const double ideal = median([](const Round& r) { return r.ideal_ms; });
+  const double serial = median([](const Round& r) { return r.serial_ms; });
+  StageTimes stages;
+  for (int s = 0; s < lab07::kStages; ++s)
+    stages.ms[s] = median([s](const Round& r) { return r.stages.ms[s]; });
+  // The timeline of the round whose pipeline time is closest to the median.
+  const Round& typical =
+      *std::min_element(rounds.begin(), rounds.end(), [&](const auto& a, const auto& b) {
+        return std::fabs(a.pipeline_ms - pipeline_ms) < std::fabs(b.pipeline_ms - pipeline_ms);
+      });
+
+  using kit::format_fixed;
+  const std::string ratio_name =
+      which == Ratio::overlap_vs_ideal ? "ideal / pipeline" : "serial / pipeline";
+  std::ostringstream line;
+  line << "your pipeline (" << config.chunks << " chunks over " << config.streams << " streams, "
+       << w.iterations << " iterations per element): " << format_fixed(pipeline_ms, 2)
+       << " ms; stages alone: copy-in " << format_fixed(stages.ms[0], 2) << ", kernel "
+       << format_fixed(stages.ms[1], 2) << ", copy-out " << format_fixed(stages.ms[2], 2)
+       << " ms; ideal max + (sum - max) / " << config.chunks << " = " << format_fixed(ideal, 2)
+       << " ms; serial " << format_fixed(serial, 2) << " ms -> " << ratio_name << " "
+       << format_fixed(result.ratio.median, 3) << " (quartiles " << format_fixed(result.ratio.q1, 3)
+       << ".." << format_fixed(result.ratio.q3, 3) << ", " << result.ratio.n
+       << " rounds), threshold " << format_fixed(bar, 2) << "; " << kit::summary(device);
+  const std::string timeline = lab07_grader::render_timeline(typical.timeline, config.streams);
+  std::printf("[ kit perf ] %s\n%s", line.str().c_str(), timeline.c_str());
+
+  RecordProperty("stage_ms", format_fixed(stages.ms[0], 3) + " / " + format_fixed(stages.ms[1], 3) +
+                                 " / " + format_fixed(stages.ms[2], 3));
+  kit::record_sampled_ratio(result, bar, "pipeline " + format_fixed(pipeline_ms, 2) + " ms",
+                            (which == Ratio::overlap_vs_ideal ? "ideal " : "serial ") +
+                                format_fixed(which == Ratio::overlap_vs_ideal ? ideal : serial, 2) +
+                                " ms");
+  std::string advice;
+  if (config.chunks == 1)
+    advice =
+        "one chunk overlaps nothing: each stage waits for the one before it. Choose more "
+        "chunks and streams in perf_config().";
+  else if (which == Ratio::overlap_vs_ideal)
+    advice =
+        "the ideal keeps every engine busy from the first chunk to the last; each gap in a "
+        "row above is time that stream waited. Look for a synchronize inside the chunk "
+        "loop, chunks that all go to one stream (or the default stream), too few streams "
+        "for the chunks to overlap, or so many tiny chunks that their fixed costs add up.";
+  else
+    advice = "with " + std::to_string(config.chunks) + " chunks the best possible speed-up is " +
+             format_fixed(serial / ideal, 2) +
+             "x (serial / ideal). If the timeline shows the "
+             "stages overlapping, more chunks raise that limit; if not, see the timeline.";
+  EXPECT_TRUE(result.passed) << line.str() << "\nthe median ratio must be at least "
+                             << format_fixed(bar, 2) << " (threshold '" << key << "' in "
+                             << kit::thresholds_path() << ")\n"
+                             << timeline << advice;
+
+  fill_input();
+  check("after timing, fresh inputs");
+}
+
+KIT_TEST(StreamsPerf, OverlapsNearTheIdealBound, "streams.perf", perf, 10,
+         "on 2^26 floats, the pipeline comes close to the ideal max + (sum - max) / chunks of "
+         "its three stages timed alone") {
+  measure(Ratio::overlap_vs_ideal);
+}
+
+KIT_TEST(StreamsPerf, BeatsTheSerialVersion, "streams.perf", perf, 10,
+         "on 2^26 floats, the pipeline is much faster than copy-in, kernel and copy-out of the "
+         "whole data one after another") {
+  measure(Ratio::speedup_vs_serial);
+}
+
+}  // namespace
