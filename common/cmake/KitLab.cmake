@@ -3,7 +3,10 @@
 #   kit_add_lab(01_indexing
 #     SOURCES   indexing.cu          # files under labs/<lab>/ that the student's library is built from
 #     TESTS     test_indexing.cu     # grader sources under grader/<lab>/
-#     BENCHMARK bench_indexing.cu)   # optional Google Benchmark source under grader/<lab>/
+#     BENCHMARK bench_indexing.cu    # optional Google Benchmark source under grader/<lab>/
+#     LIBRARIES ...                  # optional: linked into the lab's own library (and so everywhere)
+#     GRADER_LIBRARIES ...)          # optional: linked only into the grader and benchmark, e.g. the
+#                                    # cuBLAS ceiling of lab 04, so student code cannot reach it
 #
 # Builds, for lab NN_name:
 #   lab_NN_name_student / lab_NN_name_reference   the lab code from labs/ and from solutions/
@@ -17,7 +20,7 @@
 # solutions/<lab>/ before labs/<lab>/, so a solution header replaces the stub's and the lab's given
 # interface header comes from labs/<lab>/.
 function(kit_add_lab lab)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "BENCHMARK" "SOURCES;TESTS;LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "BENCHMARK" "SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${lab})
   set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${lab})
   set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
@@ -33,7 +36,7 @@ function(kit_add_lab lab)
     endif()
     set(lib lab_${lab}_${variant})
     kit_lab_build(${lab} ${variant} ${lib} ${exe} DIRS ${dirs} SOURCES ${arg_SOURCES}
-                  TESTS ${tests} LIBRARIES ${arg_LIBRARIES})
+                  TESTS ${tests} LIBRARIES ${arg_LIBRARIES} GRADER_LIBRARIES ${arg_GRADER_LIBRARIES})
 
     if(arg_BENCHMARK AND KIT_HAVE_BENCHMARK)
       if(variant STREQUAL "student")
@@ -42,18 +45,19 @@ function(kit_add_lab lab)
         set(bench bench_${lab}_reference)
       endif()
       add_executable(${bench} ${grader_dir}/${arg_BENCHMARK})
-      target_link_libraries(${bench} PRIVATE ${lib} benchmark::benchmark)
+      target_link_libraries(${bench} PRIVATE ${lib} benchmark::benchmark ${arg_GRADER_LIBRARIES})
       target_compile_definitions(${bench} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
     endif()
   endforeach()
-  kit_add_wrong_submissions(${lab} "${arg_SOURCES}" "${tests}" "${arg_LIBRARIES}")
+  kit_add_wrong_submissions(${lab} "${arg_SOURCES}" "${tests}" "${arg_LIBRARIES}"
+                            "${arg_GRADER_LIBRARIES}")
   set_property(GLOBAL APPEND PROPERTY KIT_LABS ${lab})
 endfunction()
 
 # One build of a lab: a library of its sources, each taken from the first of DIRS that holds it
 # (DIRS are also its include path, in that order), and the grader executable linked with it.
 function(kit_lab_build lab variant lib exe)
-  cmake_parse_arguments(PARSE_ARGV 4 arg "" "" "DIRS;SOURCES;TESTS;LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 4 arg "" "" "DIRS;SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
   set(files "")
   foreach(src IN LISTS arg_SOURCES)
     set(found "")
@@ -72,7 +76,7 @@ function(kit_lab_build lab variant lib exe)
   target_link_libraries(${lib} PUBLIC kit_common ${arg_LIBRARIES})
   target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
   add_executable(${exe} ${arg_TESTS})
-  target_link_libraries(${exe} PRIVATE ${lib} kit_test)
+  target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
   target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
   target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 endfunction()
@@ -80,7 +84,7 @@ endfunction()
 # Known-wrong submissions: grader/wrong/<lab>.json lists plausible student mistakes, each as text
 # edits applied to the reference solution's files. Each becomes a grader binary,
 # wrong_<lab>_<name>, that the selftest grades to prove the grader takes away the right points.
-function(kit_add_wrong_submissions lab sources tests libraries)
+function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
   set(spec_file ${PROJECT_SOURCE_DIR}/grader/wrong/${lab}.json)
   if(NOT EXISTS ${spec_file})
     return()
@@ -121,6 +125,7 @@ function(kit_add_wrong_submissions lab sources tests libraries)
     endforeach()
 
     kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
-                  DIRS ${out_dir} ${lab_dir} SOURCES ${sources} TESTS ${tests} LIBRARIES ${libraries})
+                  DIRS ${out_dir} ${lab_dir} SOURCES ${sources} TESTS ${tests} LIBRARIES ${libraries}
+                  GRADER_LIBRARIES ${grader_libraries})
   endforeach()
 endfunction()
