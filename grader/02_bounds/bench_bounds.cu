@@ -6,20 +6,18 @@
 //   build/bin/bench_02_bounds_reference   the reference solution's
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <functional>
-#include <vector>
 
 #include "bounds.h"
+#include "kit/bench_main.h"
 #include "kit/buffers.h"
-#include "kit/device_info.h"
 #include "kit/random.h"
-#include "kit/stats.h"
 #include "kit/timing.h"
 
 namespace {
 
-using Launcher = std::function<void(unsigned n, const float* in, float* out)>;
+using Launcher =
+    std::function<void(unsigned n, const float* in, float* out, cudaStream_t stream)>;
 
 // Times `launcher` on n elements (L2 flushed before each run) and reports GB/s, counting one float
 // read and one written per element, next to the copy bandwidth of the same buffers.
@@ -29,27 +27,10 @@ void time_launcher(benchmark::State& state, unsigned n, const Launcher& launcher
   const kit::Timed copy_run = kit::device_copy_ceiling(in.data(), copy.data(), n * sizeof(float));
   const double ceiling = copy_run.work / (kit::median_ms(copy_run.run) * 1e-3);
 
-  kit::L2Flusher flusher;
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<double> seconds;
-  for (auto _ : state) {
-    flusher.flush(0);
-    cudaEventRecord(start);
-    launcher(n, in.data(), out.data());
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms * 1e-3);
-    seconds.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-
-  // Medians, as the grader uses: one slow iteration should not move the reported rate.
-  const double rate = 2.0 * sizeof(float) * n / kit::summarize(seconds).median;
+  // The median, as the grader uses: one slow iteration should not move the reported rate.
+  const double seconds = kit::bench_run_seconds(
+      state, [&](cudaStream_t stream) { launcher(n, in.data(), out.data(), stream); });
+  const double rate = 2.0 * sizeof(float) * n / seconds;
   state.counters["GB/s"] = rate * 1e-9;
   state.counters["copy_GB/s"] = ceiling * 1e-9;
   state.counters["copy_ratio"] = rate / ceiling;
@@ -58,8 +39,8 @@ void time_launcher(benchmark::State& state, unsigned n, const Launcher& launcher
 // Step 1: one thread per element, ceil_div(n, 256) blocks.
 void BM_ScaleShift(benchmark::State& state) {
   time_launcher(state, static_cast<unsigned>(state.range(0)),
-                [](unsigned n, const float* in, float* out) {
-                  lab02::scale_shift(n, 1.5f, 0.5f, in, out);
+                [](unsigned n, const float* in, float* out, cudaStream_t stream) {
+                  lab02::scale_shift(n, 1.5f, 0.5f, in, out, stream);
                 });
 }
 
@@ -67,16 +48,16 @@ void BM_ScaleShift(benchmark::State& state) {
 void BM_GridStride(benchmark::State& state) {
   const auto blocks = static_cast<unsigned>(state.range(1));
   time_launcher(state, static_cast<unsigned>(state.range(0)),
-                [blocks](unsigned n, const float* in, float* out) {
-                  lab02::scale_shift_grid_stride(n, 1.5f, 0.5f, in, out, blocks);
+                [blocks](unsigned n, const float* in, float* out, cudaStream_t stream) {
+                  lab02::scale_shift_grid_stride(n, 1.5f, 0.5f, in, out, blocks, stream);
                 });
 }
 
 // The performance step.
 void BM_ScaleShiftFast(benchmark::State& state) {
   time_launcher(state, static_cast<unsigned>(state.range(0)),
-                [](unsigned n, const float* in, float* out) {
-                  lab02::scale_shift_fast(n, 1.5f, 0.5f, in, out);
+                [](unsigned n, const float* in, float* out, cudaStream_t stream) {
+                  lab02::scale_shift_fast(n, 1.5f, 0.5f, in, out, stream);
                 });
 }
 
@@ -99,20 +80,4 @@ BENCHMARK(BM_ScaleShiftFast)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const kit::DeviceInfo device = kit::query_device();
-  if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
-    return 0;
-  }
-  benchmark::AddCustomContext("gpu", kit::summary(device));
-  benchmark::Initialize(&argc, argv);
-  try {
-    benchmark::RunSpecifiedBenchmarks();
-  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
-    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+KIT_BENCHMARK_MAIN();

@@ -6,26 +6,20 @@
 //   build/bin/bench_03_coalescing_reference   the reference solution's
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <functional>
-#include <vector>
 
 #include "coalescing.h"
+#include "kit/bench_main.h"
 #include "kit/buffers.h"
-#include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/timing.h"
 
 namespace {
 
-// Median milliseconds of `run` (L2 flushed before each run), reported as one iteration.
+// Median milliseconds of `run` (11 runs after 2 warm-ups, L2 flushed before each), reported as one
+// iteration.
 double time_ms(benchmark::State& state, const std::function<void(cudaStream_t)>& run) {
-  double ms = 0;
-  for (auto _ : state) {
-    ms = kit::median_ms(run, 11, 2);
-    state.SetIterationTime(ms * 1e-3);
-  }
-  return ms;
+  return kit::bench_time_ms(state, run, 11, 2);
 }
 
 void BM_Integrate(benchmark::State& state, bool soa) {
@@ -79,20 +73,4 @@ BENCHMARK_CAPTURE(BM_Matmul, fixed_mapping, lab03::matmul)->UseManualTime()->Ite
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const kit::DeviceInfo device = kit::query_device();
-  if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
-    return 0;
-  }
-  benchmark::AddCustomContext("gpu", kit::summary(device));
-  benchmark::Initialize(&argc, argv);
-  try {
-    benchmark::RunSpecifiedBenchmarks();
-  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
-    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+KIT_BENCHMARK_MAIN();

@@ -5,16 +5,12 @@
 //   build/bin/bench_05_divergence_reference   the reference solution's
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <functional>
-#include <vector>
-
 #include "cub_sum.cuh"
 #include "per_lane.cuh"
 #include "divergence.h"
+#include "kit/bench_main.h"
 #include "kit/buffers.h"
 #include "kit/check.h"
-#include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/timing.h"
 
@@ -27,13 +23,9 @@ void BM_Branch(benchmark::State& state) {
   const double per_lane_ms = kit::median_ms([&](cudaStream_t stream) {
     lab05_grader::branch_per_lane(n, x.data(), out.data(), stream);
   });
-  double aligned_ms = 0;
-  for (auto _ : state) {
-    aligned_ms = kit::median_ms([&](cudaStream_t stream) {
-      lab05::branch_warp_aligned(n, x.data(), out.data(), stream);
-    });
-    state.SetIterationTime(aligned_ms * 1e-3);
-  }
+  const double aligned_ms = kit::bench_time_ms(state, [&](cudaStream_t stream) {
+    lab05::branch_warp_aligned(n, x.data(), out.data(), stream);
+  });
   state.counters["aligned_ms"] = aligned_ms;
   state.counters["per_lane_ms"] = per_lane_ms;
   state.counters["speedup"] = per_lane_ms / aligned_ms;
@@ -49,13 +41,9 @@ void reduce_benchmark(benchmark::State& state, FloatReducer reduce) {
   KIT_CUDA_CHECK(cudaMemset(in.data(), 0, in.bytes()));  // values do not change a sum's speed
   lab05_grader::CubSum cub_sum(in.data(), cub_out.data(), n);
   const double cub_ms = kit::median_ms([&](cudaStream_t stream) { cub_sum.run(stream); });
-  double ms = 0;
-  for (auto _ : state) {
-    ms = kit::median_ms([&](cudaStream_t stream) {
-      reduce(in.data(), n, out.data(), scratch.data(), stream);
-    });
-    state.SetIterationTime(ms * 1e-3);
-  }
+  const double ms = kit::bench_time_ms(state, [&](cudaStream_t stream) {
+    reduce(in.data(), n, out.data(), scratch.data(), stream);
+  });
   state.counters["GB/s"] = 4.0 * n / (ms * 1e-3) * 1e-9;
   state.counters["cub_GB/s"] = 4.0 * n / (cub_ms * 1e-3) * 1e-9;
   state.counters["cub_ratio"] = cub_ms / ms;
@@ -74,20 +62,4 @@ BENCHMARK_CAPTURE(reduce_benchmark, best, FloatReducer(lab05::reduce_best))
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const kit::DeviceInfo device = kit::query_device();
-  if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
-    return 0;
-  }
-  benchmark::AddCustomContext("gpu", kit::summary(device));
-  benchmark::Initialize(&argc, argv);
-  try {
-    benchmark::RunSpecifiedBenchmarks();
-  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
-    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+KIT_BENCHMARK_MAIN();

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "kit/bench_main.h"
 #include "kit/buffers.h"
 #include "kit/device_info.h"
 #include "kit/random.h"
@@ -95,22 +96,11 @@ void print_perf_config_timeline() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const kit::DeviceInfo device = kit::query_device();
-  if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
-    return 0;
-  }
-  std::printf("%s; copy engines (asyncEngineCount): %d\n", kit::summary(device).c_str(),
-              device.copy_engines);
-  benchmark::AddCustomContext("gpu", kit::summary(device));
-  benchmark::Initialize(&argc, argv);
-  try {
-    print_perf_config_timeline();
-    benchmark::RunSpecifiedBenchmarks();
-  } catch (const std::exception& e) {  // e.g. an unfinished stub refusing its buffers
-    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
+  kit::BenchHooks hooks;
+  hooks.on_device = [](const kit::DeviceInfo& device) {
+    std::printf("%s; copy engines (asyncEngineCount): %d\n", kit::summary(device).c_str(),
+                device.copy_engines);
+  };
+  hooks.before_run = print_perf_config_timeline;  // throws, e.g., for a stub refusing its buffers
+  return kit::bench_main(argc, argv, hooks);
 }
