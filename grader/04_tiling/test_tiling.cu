@@ -1,0 +1,439 @@
+// Grader of lab 04, shared-memory tiling.
+//
+//   python3 grader/kit.py grade 04          every test, each in its own process, with a score
+//   build/bin/grade_04_tiling               the same tests in one process (quick, no score)
+//   build/bin/grade_04_tiling --gtest_filter='TilingHost*'   the index checks: no GPU needed
+//
+// Steps: 1 the index arithmetic of a tiled multiply (host), 2 the tiled matmul, 3 the register-
+// blocked matmul, perf both against cuBLAS FP32 (pedantic: no TF32) and step 2 against a naive
+// coalesced kernel, all measured in this run at 4096^3.
+//
+// Correctness: every product is compared element by element with a bound on FP32 rounding that
+// holds for any order of summation (see product_bound): with a double-precision host product for
+// moderate shapes, odd ones included, and with cuBLAS for large ones. Outputs are poisoned first,
+// guarded on both sides, and the inputs must come back unchanged.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gemm_baselines.cuh"
+#include "kit/check.h"
+#include "kit/test.h"
+#include "tiling.h"
+
+namespace {
+
+using lab04::MatIndex;
+using lab04_grader::Cublas;
+
+constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // float: 2^-24, half an ulp of 1
+
+// ---- Rounding bound -----------------------------------------------------------------------------
+
+// Any FP32 evaluation of a dot product of length k, in any order, with or without FMA, is within
+// gamma_k * sum_j |a_j b_j| of the exact value, gamma_k = k u / (1 - k u) (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 3.1). The bound grows with k because every addition may
+// round; it is per element because it scales with the magnitudes that element sums.
+double gamma(unsigned k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff); }
+
+std::string bound_reason(unsigned k, double factor) {
+  std::ostringstream s;
+  s << "each element may differ by " << (factor == 1.0 ? "" : "2 x ") << "gamma_k * sum_j |a_ij b_jc|, gamma_k = k u / (1 - k u) = "
+    << gamma(k) << " for k = " << k
+    << ": the rounding bound of any FP32 summation order"
+    << (factor == 1.0 ? "" : ", for your result and cuBLAS's each");
+  return s.str();
+}
+
+// ---- Inputs and the host reference --------------------------------------------------------------
+
+struct Shape3 {
+  unsigned m, n, k;
+  std::string name() const {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  }
+};
+
+// A and B with entries uniform in [-1, 1], on host and device.
+struct Operands {
+  Shape3 s;
+  std::vector<float> a, b;
+  kit::DeviceBuffer<float> d_a, d_b;
+  Operands(const Shape3& shape, kit::Random& rng)
+      : s(shape),
+        a(rng.floats(std::size_t(shape.m) * shape.k, -1.0f, 1.0f)),
+        b(rng.floats(std::size_t(shape.k) * shape.n, -1.0f, 1.0f)),
+        d_a(a),
+        d_b(b) {}
+  void refill(kit::Random& rng) {
+    a = rng.floats(a.size(), -1.0f, 1.0f);
+    b = rng.floats(b.size(), -1.0f, 1.0f);
+    d_a.upload(a);
+    d_b.upload(b);
+  }
+};
+
+// A B in double, and |A| |B| (the bound's sums), row by row.
+void host_product(const Operands& op, std::vector<double>& exact, std::vector<double>& abs_sum) {
+  const auto [m, n, k] = op.s;
+  exact.assign(std::size_t(m) * n, 0.0);
+  abs_sum.assign(std::size_t(m) * n, 0.0);
+  for (unsigned r = 0; r < m; ++r) {
+    double* e = &exact[std::size_t(r) * n];
+    double* s = &abs_sum[std::size_t(r) * n];
+    for (unsigned j = 0; j < k; ++j) {
+      const double x = op.a[std::size_t(r) * k + j];
+      const float* brow = &op.b[std::size_t(j) * n];
+      for (unsigned c = 0; c < n; ++c) {
+        e[c] += x * brow[c];
+        s[c] += std::fabs(x * brow[c]);
+      }
+    }
+  }
+}
+
+// ---- Checking a product -------------------------------------------------------------------------
+
+// How a kernel cuts C into blocks, to name the block that owns a wrong element.
+struct Ownership {
+  unsigned tile_rows, tile_cols;  // C elements per block
+  bool one_per_thread;            // step 2: thread (col % tile, row % tile)
+};
+Ownership tiled_ownership() { return {lab04::kTile, lab04::kTile, true}; }
+Ownership blocked_ownership() { return {lab04::kBlockM, lab04::kBlockN, false}; }
+
+std::string owner(const Ownership& o, unsigned row, unsigned col) {
+  std::ostringstream s;
+  s << "block (" << col / o.tile_cols << "," << row / o.tile_rows << ",0)";
+  if (o.one_per_thread) s << " thread (" << col % o.tile_cols << "," << row % o.tile_rows << ",0)";
+  return s.str();
+}
+
+// Compares the device product `out` with `expected` element by element, allowing
+// factor * gamma_k * abs_sum per element; names the first wrong elements, their owners, how many
+// were never written, any write outside C, and the seed.
+template <class Ref>
+::testing::AssertionResult product_matches(const std::string& what, const Shape3& s,
+                                           const std::vector<Ref>& expected,
+                                           const std::vector<Ref>& abs_sum, double factor,
+                                           const kit::GuardedBuffer<float>& out,
+                                           const Ownership& own) {
+  std::ostringstream problems;
+  const auto hits = out.guard_writes();
+  if (!hits.empty()) problems << what << ": " << kit::describe_guard_writes(hits, out.size()) << "\n";
+  const std::vector<float> got = out.download();
+  const double g = factor * gamma(s.k);
+  std::size_t wrong = 0, unwritten = 0, shown = 0;
+  double worst = 0.0;  // largest error as a fraction of its bound
+  std::ostringstream first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = expected[i];
+    const double allowed = g * abs_sum[i] * 1.0001 + 1e-30;
+    const bool poisoned = kit::is_poison(got[i]);
+    const double err = std::fabs(double(got[i]) - e);
+    if (!poisoned && std::isfinite(err)) worst = std::max(worst, err / allowed);
+    if (!poisoned && err <= allowed) continue;
+    ++wrong;
+    unwritten += poisoned;
+    if (shown++ < 5) {
+      const unsigned row = unsigned(i / s.n), col = unsigned(i % s.n);
+      first << "  C(" << row << "," << col << ") ";
+      if (poisoned)
+        first << "was never written";
+      else
+        first << "= " << got[i] << ", expected " << e << " (error " << err << ", allowed " << allowed << ")";
+      first << "; owner " << owner(own, row, col) << "\n";
+    }
+  }
+  if (wrong > 0) {
+    problems << what << " (" << s.m << " x " << s.k << " times " << s.k << " x " << s.n << "): " << wrong
+             << " of " << got.size() << " elements wrong";
+    if (unwritten > 0) problems << " (" << unwritten << " never written)";
+    problems << "\n" << first.str() << "  largest error among written elements: " << worst
+             << " x its bound\n  tolerance: " << bound_reason(s.k, factor) << "\n";
+  }
+  if (problems.str().empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << problems.str() << kit::seed_note();
+}
+
+using MatmulFn = kit::Launch (*)(unsigned, unsigned, unsigned, const float*, const float*, float*,
+                                 cudaStream_t);
+
+struct Kernel {
+  const char* name;
+  MatmulFn run;
+  Ownership own;
+};
+const Kernel kTiled{"matmul_tiled", lab04::matmul_tiled, tiled_ownership()};
+const Kernel kBlocked{"matmul_blocked", lab04::matmul_blocked, blocked_ownership()};
+
+// Runs `kernel` on fresh random operands of shape `s` and checks it against the double-precision
+// host product; the inputs must come back unchanged.
+void check_against_host(const Kernel& kernel, const Shape3& s) {
+  auto rng = kit::test_random();
+  const Operands op(s, rng);
+  std::vector<double> exact, abs_sum;
+  host_product(op, exact, abs_sum);
+  kit::GuardedBuffer<float> c(std::size_t(s.m) * s.n);
+  kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::string what = std::string(kernel.name) + " " + s.name();
+  EXPECT_TRUE(product_matches(what, s, exact, abs_sum, 1.0, c, kernel.own));
+  EXPECT_TRUE(kit::input_unchanged("A", op.d_a, op.a));
+  EXPECT_TRUE(kit::input_unchanged("B", op.d_b, op.b));
+}
+
+// Checks `c`, which `kernel` computed from the operands in `op`, against cuBLAS's product of the
+// same operands: each may be off by the rounding bound, which cuBLAS computes too (|A| |B|).
+::testing::AssertionResult matches_cublas(const Kernel& kernel, const Operands& op,
+                                          const kit::GuardedBuffer<float>& c, Cublas& cublas,
+                                          const std::string& when) {
+  const Shape3 s = op.s;
+  const std::size_t count = std::size_t(s.m) * s.n;
+  kit::DeviceBuffer<float> reference(count), abs_sum(count);
+  cublas.sgemm(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), reference.data(), 0);
+  cublas.abs_product(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), abs_sum.data());
+  // cuBLAS's |A||B| carries its own rounding, at most gamma_k relative: widen by that.
+  std::vector<float> sums = abs_sum.download();
+  for (float& x : sums) x = static_cast<float>(x * (1.0 + 2.0 * gamma(s.k)));
+  return product_matches(std::string(kernel.name) + " " + s.name() + " vs cuBLAS" + when, s,
+                         reference.download(), sums, 2.0, c, kernel.own);
+}
+
+// Runs `kernel` on the operands in `op` into a fresh poisoned output and checks it with cuBLAS.
+::testing::AssertionResult run_matches_cublas(const Kernel& kernel, const Operands& op,
+                                              Cublas& cublas, const std::string& when) {
+  kit::GuardedBuffer<float> c(std::size_t(op.s.m) * op.s.n);
+  kernel.run(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  return matches_cublas(kernel, op, c, cublas, when);
+}
+
+// ---- Step 1: the index arithmetic, on the host --------------------------------------------------
+
+using TilingHost = kit::HostTest;
+
+KIT_TEST(TilingHost, PhaseCountCoversK, "tiling.1", host, 2,
+         "phase_count rounds up: k = 700 in tiles of 16 takes 44 phases, the last one partial") {
+  EXPECT_EQ(lab04::phase_count(700, 16), 44u) << "43 full tiles of 16 cover 688; 12 columns remain";
+  EXPECT_EQ(lab04::phase_count(17, 16), 2u) << "one full tile and one column";
+  EXPECT_EQ(lab04::phase_count(16, 16), 1u) << "exactly one tile";
+  EXPECT_EQ(lab04::phase_count(1, 32), 1u) << "a single column still needs a phase";
+  auto rng = kit::test_random();
+  for (int i = 0; i < 1000; ++i) {
+    const auto k = unsigned(rng.uniform_int(1, 1 << 20));
+    const auto tile = unsigned(rng.uniform_int(1, 64));
+    const unsigned p = lab04::phase_count(k, tile);
+    ASSERT_TRUE(std::size_t(p) * tile >= k && std::size_t(p - 1) * tile < k)
+        << "phase_count(" << k << ", " << tile << ") = " << p
+        << ": the phases must cover all k columns, and the last one must not be empty\n"
+        << kit::seed_note();
+  }
+}
+
+KIT_TEST(TilingHost, TileElementsFollowThePhase, "tiling.1", host, 2,
+         "a_tile_element and b_tile_element: position [ty][tx] of phase p holds A(row0 + ty, p * "
+         "tile + tx) and B(p * tile + ty, col0 + tx)") {
+  const MatIndex a = lab04::a_tile_element(32, 3, 5, 7, 16);
+  EXPECT_TRUE(a.row == 37 && a.col == 55)
+      << "block rows from 32, phase 3, thread (ty 5, tx 7), tile 16: expected A(37, 55) (row 32 + 5, "
+         "column 3 * 16 + 7), got A("
+      << a.row << ", " << a.col << ")";
+  const MatIndex b = lab04::b_tile_element(64, 2, 5, 7, 16);
+  EXPECT_TRUE(b.row == 37 && b.col == 71)
+      << "block columns from 64, phase 2, thread (ty 5, tx 7), tile 16: expected B(37, 71) (row 2 * "
+         "16 + 5, column 64 + 7), got B("
+      << b.row << ", " << b.col << ")";
+  // Neighbouring tx must copy neighbouring floats of a row (coalesced loads).
+  const MatIndex a0 = lab04::a_tile_element(0, 1, 2, 0, 32), a1 = lab04::a_tile_element(0, 1, 2, 1, 32);
+  const MatIndex b0 = lab04::b_tile_element(0, 1, 2, 0, 32), b1 = lab04::b_tile_element(0, 1, 2, 1, 32);
+  EXPECT_TRUE(a1.row == a0.row && a1.col == a0.col + 1 && b1.row == b0.row && b1.col == b0.col + 1)
+      << "threads tx and tx + 1 should copy neighbouring elements of the same row, so that a warp "
+         "reads 32 neighbouring floats";
+}
+
+KIT_TEST(TilingHost, LoadOrZeroPadsOutsideTheMatrix, "tiling.1", host, 2,
+         "load_or_zero returns the element inside the matrix and 0 outside it, reading nothing "
+         "there") {
+  // A 3 x 5 matrix followed by NaNs: reading past it would show.
+  std::vector<float> storage(3 * 5 + 64, std::nanf(""));
+  for (unsigned i = 0; i < 15; ++i) storage[i] = float(i + 1);
+  const float* m = storage.data();
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {0, 0}), 1.0f);
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {1, 2}), 8.0f) << "element (1, 2) of a 3 x 5 matrix is at 1 * 5 + 2";
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {2, 4}), 15.0f) << "the last element";
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {3, 0}), 0.0f) << "row 3 is past the last row: 0";
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {0, 5}), 0.0f)
+      << "column 5 is past the last column (even though m[5] exists: it is row 1): 0";
+  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {40, 40}), 0.0f) << "far outside: 0";
+}
+
+// Replays one thread of the tiled kernel on the host: for output C(r, c) of block (bx, by), thread
+// (tx, ty), every phase and every position j of the tiles, the thread multiplies a_tile[ty][j]
+// (copied by thread (ty, j)) with b_tile[j][tx] (copied by thread (j, tx)). Those must be A(r, x)
+// and B(x, c) for the same x, each x in 0..k-1 exactly once, and x >= k only as padding.
+std::string replay_element(const Shape3& s, unsigned tile, unsigned r, unsigned c) {
+  const unsigned row0 = r / tile * tile, col0 = c / tile * tile, ty = r % tile, tx = c % tile;
+  std::vector<int> used(s.k, 0);
+  std::ostringstream where;
+  where << "C(" << r << "," << c << ") of a " << s.name() << " product, tile " << tile << " (block ("
+        << c / tile << "," << r / tile << "), thread (" << tx << "," << ty << ")): ";
+  const unsigned phases = lab04::phase_count(s.k, tile);
+  for (unsigned p = 0; p < phases; ++p)
+    for (unsigned j = 0; j < tile; ++j) {
+      const MatIndex ea = lab04::a_tile_element(row0, p, ty, j, tile);
+      const MatIndex eb = lab04::b_tile_element(col0, p, j, tx, tile);
+      std::ostringstream step;
+      step << "in phase " << p << ", a_tile[" << ty << "][" << j << "] holds A(" << ea.row << ","
+           << ea.col << ") and b_tile[" << j << "][" << tx << "] holds B(" << eb.row << "," << eb.col << ")";
+      if (ea.row != r) return where.str() + step.str() + ", but this row of C needs row " + std::to_string(r) + " of A";
+      if (eb.col != c) return where.str() + step.str() + ", but this column of C needs column " + std::to_string(c) + " of B";
+      if (ea.col != eb.row) return where.str() + step.str() + ": A's column and B's row must be the same index";
+      if (ea.col < s.k) ++used[ea.col];
+    }
+  for (unsigned x = 0; x < s.k; ++x)
+    if (used[x] != 1)
+      return where.str() + "the product A(" + std::to_string(r) + "," + std::to_string(x) + ") B(" +
+             std::to_string(x) + "," + std::to_string(c) + ") is summed " + std::to_string(used[x]) +
+             " times over " + std::to_string(phases) + " phases; it must be summed once";
+  return "";
+}
+
+KIT_TEST(TilingHost, TilesSumEveryProductExactlyOnce, "tiling.1", host, 4,
+         "replayed on the host, the phases of every sampled thread sum A(r, x) B(x, c) once for each "
+         "x < k, on shapes 1x1x1, 33x65x17, 1000x1100x700 and tiles 16 and 32") {
+  auto rng = kit::test_random();
+  for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{33, 65, 17}, Shape3{1000, 1100, 700}, Shape3{64, 64, 64}})
+    for (const unsigned tile : {16u, 32u, lab04::kTile}) {
+      std::vector<MatIndex> samples = {{0, 0}, {s.m - 1, s.n - 1}, {s.m - 1, 0}, {0, s.n - 1}};
+      for (int i = 0; i < 20; ++i)
+        samples.push_back({unsigned(rng.uniform_int(0, s.m - 1)), unsigned(rng.uniform_int(0, s.n - 1))});
+      for (const MatIndex e : samples) {
+        const std::string problem = replay_element(s, tile, e.row, e.col);
+        ASSERT_TRUE(problem.empty()) << problem << "\n" << kit::seed_note();
+      }
+    }
+}
+
+// ---- Steps 2 and 3: correct products on the GPU ---------------------------------------------------
+
+// Moderate shapes, compared with the host: tiny, odd, exact multiples of the tiles, and shapes just
+// around step 3's 128 x 128 tile; k from 1 (a single partial phase) to 700 (44 phases of 16).
+const Shape3 kHostShapes[] = {
+    {1, 1, 1},     {33, 65, 17},  {1000, 1100, 700}, {64, 64, 64},  {31, 1, 45},
+    {1, 77, 1},    {300, 200, 1}, {129, 127, 130},   {256, 260, 48}};
+
+std::string shape_name(const ::testing::TestParamInfo<Shape3>& info) {
+  return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+         std::to_string(info.param.k);
+}
+
+class TiledProduct : public kit::GpuTestWithParam<Shape3> {};
+class BlockedProduct : public kit::GpuTestWithParam<Shape3> {};
+
+KIT_TEST_P(TiledProduct, MatchesTheExactProduct, "tiling.2", gpu, 2,
+           "matmul_tiled matches a double-precision host product within the FP32 rounding bound") {
+  check_against_host(kTiled, GetParam());
+}
+
+KIT_TEST_P(BlockedProduct, MatchesTheExactProduct, "tiling.3", gpu, 2,
+           "matmul_blocked matches a double-precision host product within the FP32 rounding bound") {
+  check_against_host(kBlocked, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TiledProduct, ::testing::ValuesIn(kHostShapes), shape_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, BlockedProduct, ::testing::ValuesIn(kHostShapes), shape_name);
+
+class TiledLarge : public kit::GpuTest {};
+class BlockedLarge : public kit::GpuTest {};
+
+void check_large(const Kernel& kernel) {
+  Cublas cublas;
+  auto rng = kit::test_random();
+  for (const Shape3 s : {Shape3{2048, 2048, 2048}, Shape3{1531, 2047, 1999}}) {
+    const Operands op(s, rng);
+    EXPECT_TRUE(run_matches_cublas(kernel, op, cublas, ""));
+  }
+}
+
+KIT_TEST(TiledLarge, MatchesCublas, "tiling.2", gpu, 4,
+         "matmul_tiled matches cuBLAS on 2048x2048x2048 and 1531x2047x1999") {
+  check_large(kTiled);
+}
+
+KIT_TEST(BlockedLarge, MatchesCublas, "tiling.3", gpu, 4,
+         "matmul_blocked matches cuBLAS on 2048x2048x2048 and 1531x2047x1999") {
+  check_large(kBlocked);
+}
+
+// ---- Performance: 4096^3 against cuBLAS FP32 and the naive kernel --------------------------------
+
+constexpr unsigned kPerfSize = 4096;
+
+class TilingPerf : public kit::PerfTest {
+ protected:
+  // Times `kernel` against `ceiling` on 4096^3. The kernel's result is checked against cuBLAS
+  // before timing, and after it: new random values in the same input buffers, the output poisoned,
+  // and the very call that was timed run once more. A kernel that skips work it has "already
+  // done", or serves a cached result, fails here.
+  void measure(const Kernel& kernel, const std::string& ceiling_name,
+               const std::function<void(const Operands&, float*, cudaStream_t)>& ceiling,
+               const std::string& key) {
+    const Shape3 s{kPerfSize, kPerfSize, kPerfSize};
+    Cublas cublas;
+    auto rng = kit::test_random();
+    Operands op(s, rng);
+    ASSERT_TRUE(run_matches_cublas(kernel, op, cublas, " (before timing)"));
+
+    kit::GuardedBuffer<float> c(std::size_t(s.m) * s.n);
+    kit::DeviceBuffer<float> c_ceiling(std::size_t(s.m) * s.n);
+    const double flops = 2.0 * s.m * s.n * s.k;
+    const kit::Timed student{kernel.name, flops, [&](cudaStream_t stream) {
+                               kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), stream);
+                             }};
+    const kit::Timed bar{ceiling_name, flops,
+                         [&](cudaStream_t stream) { ceiling(op, c_ceiling.data(), stream); }};
+    expect_ratio_at_least(student, bar, key, "TFLOP/s", 1e-12);
+
+    op.refill(rng);
+    c.poison();
+    student.run(0);
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(matches_cublas(kernel, op, c, cublas, " (after timing: fresh inputs, same call as timed)"));
+  }
+};
+
+KIT_TEST(TilingPerf, TiledReachesAFractionOfCublas, "tiling.perf", perf, 4,
+         "matmul_tiled at 4096^3 against cuBLAS FP32 (no TF32), same run") {
+  Cublas cublas;
+  measure(kTiled, "cuBLAS SGEMM (FP32, pedantic)",
+          [&](const Operands& op, float* c, cudaStream_t stream) {
+            cublas.sgemm(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c, stream);
+          },
+          "tiling.tiled_vs_cublas");
+}
+
+KIT_TEST(TilingPerf, TiledBeatsTheNaiveKernel, "tiling.perf", perf, 4,
+         "matmul_tiled at 4096^3 against the naive coalesced one-thread-per-element kernel, same run") {
+  measure(kTiled, "naive coalesced matmul",
+          [](const Operands& op, float* c, cudaStream_t stream) {
+            lab04_grader::naive_matmul(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c, stream);
+          },
+          "tiling.tiled_vs_naive");
+}
+
+KIT_TEST(TilingPerf, BlockedRunsNearCublas, "tiling.perf", perf, 8,
+         "matmul_blocked at 4096^3 against cuBLAS FP32 (no TF32), same run") {
+  Cublas cublas;
+  measure(kBlocked, "cuBLAS SGEMM (FP32, pedantic)",
+          [&](const Operands& op, float* c, cudaStream_t stream) {
+            cublas.sgemm(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c, stream);
+          },
+          "tiling.blocked_vs_cublas");
+}
+
+}  // namespace
