@@ -2,14 +2,35 @@
 // the runner (grader/kit.py) without running any test:
 //   --kit_list    the tests with their lab step, kind, points and title, as JSON
 //   --kit_device  the GPU this binary would run on, as JSON
+// and, when the runner grades a test, writes the verdict it trusts:
+//   --kit_verdict=PATH   after the tests ran, write their results to PATH, signed with the run key
+//
+// Why a signed verdict: the student's code runs in this process. It can read argv, so it could
+// write a passing result to any path the runner names and exit(0) before the real result exists.
+// So the runner sends a fresh random key through a pipe (its file descriptor number in
+// KIT_NONCE_FD); main() reads it and closes the pipe before any test runs, then signs the verdict
+// it builds from GoogleTest's own in-memory results with HMAC-SHA-256 under that key. The runner
+// rejects a file without the right signature. Limits (docs/grading.md, "Authentic results"):
+// static initialisers of the student's code run before main() and could take the key first (main
+// then finds the pipe empty and refuses to sign), and code that reads this process's memory
+// while a test runs could find it; this stops forged result files, not a determined attack on
+// the process itself.
+//
 // Compiled into each grader executable, so KIT_LAB_ID and KIT_VARIANT are that binary's.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "kit/device_info.h"
 #include "kit/random.h"
@@ -31,6 +52,7 @@ std::string json_string(const std::string& s) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
       default:
         if (static_cast<unsigned char>(c) >= 0x20) out += c;
     }
@@ -93,9 +115,227 @@ int list_tests() {
   return 0;
 }
 
+
+// ---- Signed verdicts --------------------------------------------------------------------------
+
+// SHA-256 (FIPS 180-4), just enough for HMAC over a verdict of a few kilobytes.
+class Sha256 {
+ public:
+  void update(const std::string& data) {
+    for (unsigned char byte : data) {
+      block_[fill_++] = byte;
+      if (fill_ == 64) compress();
+    }
+    length_ += data.size();
+  }
+  std::string digest() {  // raw 32 bytes; the object is spent afterwards
+    const std::uint64_t bits = length_ * 8;
+    block_[fill_++] = 0x80;
+    if (fill_ > 56) {
+      while (fill_ < 64) block_[fill_++] = 0;
+      compress();
+    }
+    while (fill_ < 56) block_[fill_++] = 0;
+    for (int i = 7; i >= 0; --i) block_[fill_++] = static_cast<unsigned char>(bits >> (8 * i));
+    compress();
+    std::string out;
+    for (std::uint32_t word : state_)
+      for (int i = 3; i >= 0; --i) out += static_cast<char>(word >> (8 * i));
+    return out;
+  }
+
+ private:
+  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+  void compress() {
+    // First 32 bits of the fractional parts of the cube roots of the first 64 primes.
+    static constexpr std::array<std::uint32_t, 64> k = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2};
+    std::array<std::uint32_t, 64> w{};
+    for (int i = 0; i < 16; ++i)
+      w[i] = std::uint32_t(block_[4 * i]) << 24 | std::uint32_t(block_[4 * i + 1]) << 16 |
+             std::uint32_t(block_[4 * i + 2]) << 8 | std::uint32_t(block_[4 * i + 3]);
+    for (int i = 16; i < 64; ++i) {
+      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    std::array<std::uint32_t, 8> v = state_;  // a, b, c, d, e, f, g, h
+    for (int i = 0; i < 64; ++i) {
+      const std::uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
+      const std::uint32_t choose = (v[4] & v[5]) ^ (~v[4] & v[6]);
+      const std::uint32_t t1 = v[7] + s1 + choose + k[i] + w[i];
+      const std::uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
+      const std::uint32_t majority = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+      for (int j = 7; j > 0; --j) v[j] = v[j - 1];
+      v[4] += t1;
+      v[0] = t1 + s0 + majority;
+    }
+    for (int i = 0; i < 8; ++i) state_[i] += v[i];
+    fill_ = 0;
+  }
+
+  // First 32 bits of the fractional parts of the square roots of the first 8 primes.
+  std::array<std::uint32_t, 8> state_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<unsigned char, 64> block_{};
+  std::size_t fill_ = 0;
+  std::uint64_t length_ = 0;
+};
+
+// HMAC-SHA-256 (RFC 2104) of `message` under `key`, as 64 lowercase hex digits.
+std::string hmac_sha256_hex(std::string key, const std::string& message) {
+  if (key.size() > 64) {
+    Sha256 h;
+    h.update(key);
+    key = h.digest();
+  }
+  key.resize(64, '\0');
+  std::string inner_pad = key, outer_pad = key;
+  for (int i = 0; i < 64; ++i) {
+    inner_pad[i] = static_cast<char>(inner_pad[i] ^ 0x36);
+    outer_pad[i] = static_cast<char>(outer_pad[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.update(inner_pad);
+  inner.update(message);
+  Sha256 outer;
+  outer.update(outer_pad);
+  outer.update(inner.digest());
+  const std::string mac = outer.digest();
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : mac) {
+    out += hex[byte >> 4];
+    out += hex[byte & 15];
+  }
+  return out;
+}
+
+// The runner's key for this process: read to the end from the pipe named by KIT_NONCE_FD, which is
+// then closed and the variable removed, so test code finds neither. Empty when there is none.
+std::string take_run_key() {
+  const char* fd_text = std::getenv("KIT_NONCE_FD");
+  if (fd_text == nullptr) return "";
+  const int fd = std::atoi(fd_text);
+  std::string key;
+  char buffer[256];
+  while (key.size() < 4096) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    key.append(buffer, static_cast<std::size_t>(got));
+  }
+  close(fd);
+  unsetenv("KIT_NONCE_FD");
+  return key;
+}
+
+// Removes "--kit_verdict=PATH" from argv and returns PATH ("" when absent).
+std::string take_verdict_path(int& argc, char** argv) {
+  static const char flag[] = "--kit_verdict=";
+  std::string path;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], flag, sizeof flag - 1) == 0)
+      path = argv[i] + sizeof flag - 1;
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return path;
+}
+
+bool reserved_key(const std::string& key) {
+  static const char* reserved[] = {"name",      "classname", "status", "result", "failures",
+                                   "timestamp", "time",      "file",   "line",   "value_param",
+                                   "type_param", "skipped"};
+  for (const char* r : reserved)
+    if (key == r) return true;
+  return false;
+}
+
+// The results of the tests that ran, in the shape of GoogleTest's JSON report (what the runner
+// already parses), built from GoogleTest's memory rather than from any file test code could touch.
+// Recorded properties come first, so a property cannot pose as one of GoogleTest's own keys.
+std::string verdict_json() {
+  const auto* unit = ::testing::UnitTest::GetInstance();
+  std::ostringstream out;
+  out << "{\"testsuites\": [";
+  bool first_suite = true;
+  for (int s = 0; s < unit->total_test_suite_count(); ++s) {
+    const auto* suite = unit->GetTestSuite(s);
+    std::ostringstream entries;
+    bool first_test = true;
+    for (int t = 0; t < suite->total_test_count(); ++t) {
+      const auto* info = suite->GetTestInfo(t);
+      if (!info->should_run()) continue;
+      const ::testing::TestResult& result = *info->result();
+      entries << (first_test ? "" : ", ") << "{";
+      for (int p = 0; p < result.test_property_count(); ++p) {
+        const auto& property = result.GetTestProperty(p);
+        if (!reserved_key(property.key()))
+          entries << json_string(property.key()) << ": " << json_string(property.value()) << ", ";
+      }
+      entries << "\"name\": " << json_string(info->name())
+              << ", \"classname\": " << json_string(suite->name())
+              << ", \"status\": \"RUN\", \"result\": \""
+              << (result.Skipped() ? "SKIPPED" : "COMPLETED") << "\"";
+      std::string failures;
+      for (int p = 0; p < result.total_part_count(); ++p) {
+        const auto& part = result.GetTestPartResult(p);
+        if (!part.failed()) continue;
+        std::string where = part.file_name() ? part.file_name() : "unknown file";
+        if (part.file_name() && part.line_number() >= 0)
+          where += ":" + std::to_string(part.line_number());
+        failures += (failures.empty() ? "" : ", ") + std::string("{\"failure\": ") +
+                    json_string(where + "\n" + part.message()) + ", \"type\": \"\"}";
+      }
+      if (!failures.empty()) entries << ", \"failures\": [" << failures << "]";
+      entries << "}";
+      first_test = false;
+    }
+    if (first_test) continue;
+    out << (first_suite ? "" : ", ") << "{\"name\": " << json_string(suite->name())
+        << ", \"testsuite\": [" << entries.str() << "]}";
+    first_suite = false;
+  }
+  out << "]}";
+  return out.str();
+}
+
+// Writes the verdict and its signature line; false (with a message) when the file cannot be written.
+bool write_verdict(const std::string& path, const std::string& key) {
+  const std::string payload = verdict_json();
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << payload << "\nkit-hmac-sha256 " << hmac_sha256_hex(key, payload) << "\n";
+  file.close();
+  if (!file) {
+    std::fprintf(stderr, "kit: cannot write the verdict to %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The runner's key is 64 characters; anything much shorter means it was not (all) there.
+constexpr std::size_t kMinRunKeyBytes = 32;
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all, before any test code runs: take the key and the verdict path.
+  const std::string run_key = take_run_key();
+  const std::string verdict_path = take_verdict_path(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   kit::set_build_variant(KIT_VARIANT);
   for (int i = 1; i < argc; ++i) {
@@ -105,6 +345,11 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  if (!verdict_path.empty() && run_key.size() < kMinRunKeyBytes) {
+    std::fprintf(stderr, "kit: --kit_verdict needs the runner's key on KIT_NONCE_FD, and it was %s\n",
+                 run_key.empty() ? "empty (read by code that ran before main()?)" : "too short");
+    return 2;
+  }
   try {
     std::printf("[ kit      ] lab %s (%s build), %s\n", KIT_LAB_ID, KIT_VARIANT,
                 kit::seed_note().c_str());
@@ -112,5 +357,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kit: %s\n", e.what());
     return 2;
   }
-  return RUN_ALL_TESTS();
+  const int status = RUN_ALL_TESTS();
+  std::fflush(stdout);
+  if (!verdict_path.empty() && !write_verdict(verdict_path, run_key)) return 2;
+  return status;
 }

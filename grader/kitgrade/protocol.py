@@ -2,20 +2,34 @@
 
 * ``BIN --kit_list``   -> one JSON object describing every test (id, step, kind, points, title)
 * ``BIN --kit_device`` -> one JSON object describing the GPU, or why there is none
-* ``BIN --gtest_filter=<id> --gtest_output=json:<file>`` with KIT_SEED set -> runs one test
+* ``BIN --gtest_filter=<id> --kit_verdict=<file>`` with KIT_SEED and KIT_NONCE_FD set -> runs
+  one test and writes its verdict to <file>
 
-Each test runs in its own process and process group, so a crash or hang only costs that
-test, and a timeout kills everything the test started. The verdict comes only from the
-exit status and the JSON report at a path the runner chose: the test's stdout is under the
-student's control (a kernel can print "[  PASSED  ]") and is only shown, never parsed.
+Each test runs in its own process and process group, with its working directory in a scratch
+folder, so a crash or hang only costs that test, a timeout kills everything the test started,
+and files it leaves behind are thrown away. The verdict comes only from the exit status and
+the verdict file: the test's stdout is under the student's control (a kernel can print
+"[  PASSED  ]") and is only shown, never parsed.
+
+The verdict file is authenticated. The student's code runs in the test process and can read
+its argv, so it could write a passing result to the verdict path itself and exit(0). The
+runner therefore sends a fresh random key (the nonce) through a pipe whose descriptor number
+is in KIT_NONCE_FD; the kit's main() (common/src/test_main.cpp) reads and closes it before any
+test runs, builds the verdict from GoogleTest's in-memory results, and appends the line
+``kit-hmac-sha256 <HMAC-SHA-256 of the rest under the key>``. A verdict without that line, or
+with a wrong one, makes the test "crashed: no authentic result (...)". See docs/grading.md for
+what this does and does not protect against.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -41,6 +55,10 @@ GTEST_KEYS = frozenset({
 """Keys GoogleTest writes for every test; anything else is a property the test recorded."""
 
 _TEST_ID = re.compile(r"^[A-Za-z0-9_/]+\.[A-Za-z0-9_/]+$")
+
+NONCE_FD_ENV = "KIT_NONCE_FD"
+SIGNATURE_PREFIX = b"kit-hmac-sha256 "
+_SIGNATURE_LINE = re.compile(rb"^kit-hmac-sha256 ([0-9a-f]{64})$")
 """A full GoogleTest name with no character that --gtest_filter would treat as a pattern."""
 
 _live: set[subprocess.Popen[bytes]] = set()
@@ -146,32 +164,74 @@ def query_device(binary: Path) -> dict[str, Any]:
 
 
 def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome:
-    """Runs one test in its own process group and judges it from exit status + JSON report."""
-    env = dict(os.environ, KIT_SEED=str(seed))
+    """Runs one test in its own process group and judges it from exit status + signed verdict."""
+    nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
-        report = Path(tmp) / "report.json"
+        verdict = Path(tmp) / "verdict.json"
         log = Path(tmp) / "output.log"
-        argv = [str(binary), f"--gtest_filter={test_id}", f"--gtest_output=json:{report}"]
+        work = Path(tmp) / "work"  # the test's working directory: whatever it writes stays here
+        work.mkdir()
+        argv = [str(binary.absolute()), f"--gtest_filter={test_id}", f"--kit_verdict={verdict}"]
         start = time.monotonic()
         with log.open("wb") as out:
             try:
-                returncode = _run(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout_s=timeout_s)
+                returncode = _run_with_nonce(argv, nonce, seed, out, work, timeout_s)
             except OSError as err:
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
         duration = time.monotonic() - start
-        outcome = judge(test_id, returncode, _read_report(report), _tail(log), timeout_s)
+        report, problem = authenticate(_read_bytes(verdict), nonce)
+        outcome = judge(test_id, returncode, report, _tail(log), timeout_s, problem)
     outcome.duration_s = duration
     return outcome
 
 
+def _run_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path,
+                    timeout_s: float) -> int | None:
+    """Runs a test with the nonce waiting in a pipe: written and closed before the test starts,
+    so the test reads it to the end at once, and nothing else in this process can."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, nonce)  # far below a pipe's capacity, so this never blocks
+        os.close(write_end)
+        write_end = -1
+        env = dict(os.environ, KIT_SEED=str(seed), **{NONCE_FD_ENV: str(read_end)})
+        return _run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, timeout_s=timeout_s,
+                    pass_fds=(read_end,), cwd=cwd)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def authenticate(data: bytes | None, nonce: bytes) -> tuple[str | None, str | None]:
+    """(verdict text, None) for a verdict signed with `nonce`; (None, None) when there is no
+    verdict file at all; (None, why) for a verdict that is not authentic."""
+    if data is None:
+        return None, None
+    body, _, last = data.rstrip(b"\n").rpartition(b"\n")
+    match = _SIGNATURE_LINE.match(last)
+    if not match:
+        return None, "the result file is not signed by the kit's main()"
+    expected = hmac.new(nonce, body, hashlib.sha256).hexdigest().encode("ascii")
+    if not hmac.compare_digest(expected, match.group(1)):
+        return None, "the result file's signature does not match this run's key"
+    return body.decode("utf-8", errors="replace"), None
+
+
 def judge(test_id: str, returncode: int | None, report: str | None, output_tail: str,
-          timeout_s: float) -> Outcome:
-    """The verdict for one test process (returncode None means it was killed on timeout)."""
+          timeout_s: float, unauthentic: str | None = None) -> Outcome:
+    """The verdict for one test process (returncode None means it was killed on timeout).
+
+    `report` is the authenticated verdict text; `unauthentic` says why a verdict file that
+    exists was rejected (see authenticate()).
+    """
     if returncode is None:
         return Outcome(Status.TIMED_OUT, f"timed out after {timeout_s:g} s", output_tail)
     if returncode < 0:
         return Outcome(Status.CRASHED, f"crashed: {_signal_name(-returncode)}", output_tail)
+    if unauthentic is not None:
+        return Outcome(Status.CRASHED, f"crashed: no authentic result ({unauthentic}; "
+                                       f"exited with code {returncode})", output_tail)
     entry = _find_entry(report, test_id) if report is not None else None
     if returncode not in (0, 1) or entry is None:
         if entry is None and report is None:
@@ -205,10 +265,10 @@ def kill_running() -> None:
         _kill_group(proc)
 
 
-def _read_report(path: Path) -> str | None:
-    """The report's text, or None if the test never wrote one (or made it unreadable)."""
+def _read_bytes(path: Path) -> bytes | None:
+    """The verdict file's bytes, or None if the test never wrote one (or made it unreadable)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return path.read_bytes()
     except OSError:
         return None
 
@@ -249,7 +309,7 @@ def _probe(binary: Path, flag: str) -> tuple[int | None, str, str]:
 
 
 def _run(argv: list[str], *, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes] | int,
-         timeout_s: float) -> int | None:
+         timeout_s: float, pass_fds: tuple[int, ...] = (), cwd: Path | None = None) -> int | None:
     """Runs argv in a new session; returns its exit status, or None if it hit the timeout.
 
     Output goes to files rather than pipes so a test that leaves children holding the
@@ -257,7 +317,7 @@ def _run(argv: list[str], *, env: dict[str, str], stdout: IO[bytes], stderr: IO[
     killed afterwards in every case, which also removes anything the test left running.
     """
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, pass_fds=pass_fds, cwd=cwd)
     with _live_lock:
         _live.add(proc)
     try:

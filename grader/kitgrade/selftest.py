@@ -6,7 +6,8 @@ What it proves, in order:
 2. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
    check included;
 3. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
-   tests pass, fail, abort, segfault, hang and exit(0) on purpose;
+   tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
+   and a grader binary refuses to write a verdict without the runner's key;
 4. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
 5. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
@@ -205,6 +206,7 @@ _FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
     "FakeHost.Segfaults": (Status.CRASHED, Status.CRASHED, "SIGSEGV"),
     "FakeHost.Hangs": (Status.TIMED_OUT, Status.TIMED_OUT, "timed out"),
     "FakeHost.ExitsZero": (Status.CRASHED, Status.CRASHED, ""),
+    "FakeHost.ForgesAPassingResult": (Status.CRASHED, Status.CRASHED, "no authentic result"),
     "FakeGpu.NeedsAGpu": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
     "FakeGpu.IllegalAddress": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
@@ -232,6 +234,20 @@ def _fake_lab(bin_dir: Path, seed: int, jobs: int, gpu_needed: bool, tally: Tall
         tally.add(ok, f"fake test {test_id}: {want.value} expected, got {test.status.value} "
                       f"({test.reason})", out)
     tally.add(set(seen) == set(_FAKE_EXPECTED), "every fake test has an expectation", out)
+    _unsigned_verdict_refused(bin_dir / "kit_fake_lab", tally, out)
+
+
+def _unsigned_verdict_refused(binary: Path, tally: Tally, out: TextIO) -> None:
+    """Asked for a verdict without a key on KIT_NONCE_FD, main() must refuse (exit 2, no file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        verdict = Path(tmp) / "verdict.json"
+        env = {k: v for k, v in os.environ.items() if k not in ("KIT_NONCE_FD", "KIT_FAKE_LAB")}
+        proc = subprocess.run([str(binary), "--gtest_filter=FakeHost.Passes", f"--kit_verdict={verdict}"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                              timeout=60)
+        ok = proc.returncode == 2 and not verdict.exists() and "KIT_NONCE_FD" in proc.stderr
+    tally.add(ok, f"a grader asked for a verdict without the runner's key refuses "
+                  f"(exit {proc.returncode}: {proc.stderr.strip()[:120]})", out)
 
 
 def _grade(labs: list[Lab], bin_dir: Path, variant: str, seed: int, jobs: int, build_dir: Path,

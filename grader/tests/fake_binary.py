@@ -7,7 +7,8 @@ Its name says what it is, like the real ones: grade_01_alpha is the student buil
 
     --kit_list                 the tests below, as JSON
     --kit_device               a fake H100 when FAKE_GPU=1, else {"available": false}
-    --gtest_filter=ID --gtest_output=json:PATH   run one test, write GoogleTest-style JSON
+    --gtest_filter=ID --kit_verdict=PATH   run one test, write GoogleTest-style JSON signed with
+                               the key read from the pipe KIT_NONCE_FD names, as the kit's main() does
 
 Environment:
     FAKE_TESTS            comma-separated keys of TESTS to offer (default: all)
@@ -20,6 +21,8 @@ Environment:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -39,6 +42,10 @@ TESTS = {
     "exit0": ("Exit.Early", "3", "host", 1, "calls exit(0) in the middle of the test"),
     "exit3": ("Exit.Three", "3", "host", 1, "calls exit(3) in the middle of the test"),
     "liar": ("Liar.ClaimsToPass", "3", "host", 1, "prints a fake PASSED banner, fails, exits 0"),
+    "forged": ("Forger.WritesAPass", "3", "host", 1, "writes an unsigned passing verdict, exits 0"),
+    "wrong_key": ("Forger.SignsWithAGuess", "3", "host", 1, "signs a passing verdict with a guessed key"),
+    "tampered": ("Forger.EditsTheVerdict", "3", "host", 1, "fails, then edits the signed verdict to pass"),
+    "litter": ("Litter.WritesReports", "3", "host", 1, "writes forged reports into its working directory"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
 }
 
@@ -130,7 +137,39 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         print("[  PASSED  ] 1 test.")
         print(json.dumps(gtest_json(test_id, "COMPLETED", [], props)))
         return "COMPLETED", ["liar.cu:7\nvalue is wrong"], props
+    if key == "tampered":
+        return "COMPLETED", ["tamper.cu:3\nvalue is wrong"], props
+    if key in ("forged", "wrong_key"):
+        forged = json.dumps(gtest_json(test_id, "COMPLETED", [], props)).encode()
+        if key == "wrong_key":
+            forged += b"\nkit-hmac-sha256 " + sign(b"0" * 64, forged)
+        with open(VERDICT_PATH, "wb") as f:
+            f.write(forged + b"\n")
+        os._exit(0)
+    if key == "litter":
+        for name in ("results.json", "kit-results.json", "junit.xml", "summary.md"):
+            with open(name, "w") as f:
+                f.write('{"score": 1000, "max_score": 1}\n')
+        return "COMPLETED", [], {**props, "cwd": os.getcwd()}
     raise AssertionError(key)
+
+
+VERDICT_PATH = ""
+NONCE = b""
+
+
+def take_nonce() -> bytes:
+    """Reads the runner's key to the end and closes the pipe, as test_main.cpp does."""
+    fd = int(os.environ.pop("KIT_NONCE_FD"))
+    key = b""
+    while chunk := os.read(fd, 256):
+        key += chunk
+    os.close(fd)
+    return key
+
+
+def sign(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
 
 
 def run_filtered(lab: str, test_filter: str, output: str) -> int:
@@ -144,12 +183,17 @@ def run_filtered(lab: str, test_filter: str, output: str) -> int:
                 f.write(f"start {test_filter} {time.monotonic()}\n")
         result, failures, props = run(matches[0], test_filter)
         report = gtest_json(test_filter, result, failures, props)
-        code = 0 if matches[0] == "liar" else int(bool(failures))  # the liar even exits 0
+        code = 0 if matches[0] in ("liar", "tampered") else int(bool(failures))
         if log:
             with open(log, "a") as f:
                 f.write(f"end {test_filter} {time.monotonic()}\n")
-    with open(output, "w") as f:
-        json.dump(report, f)
+    payload = json.dumps(report).encode()
+    with open(output, "wb") as f:
+        f.write(payload + b"\nkit-hmac-sha256 " + sign(NONCE, payload) + b"\n")
+    if matches and matches[0] == "tampered":  # e.g. a thread of the test's that outlives main()
+        edited = json.dumps(gtest_json(test_filter, "COMPLETED", [], {})).encode()
+        with open(output, "wb") as f:
+            f.write(edited + b"\nkit-hmac-sha256 " + sign(NONCE, payload) + b"\n")
     return code
 
 
@@ -160,10 +204,16 @@ def main(argv: list[str]) -> int:
     if argv == ["--kit_device"]:
         return kit_device()
     flags = dict(arg.split("=", 1) for arg in argv if "=" in arg)
-    if set(flags) != {"--gtest_filter", "--gtest_output"} or len(argv) != 2:
+    if set(flags) != {"--gtest_filter", "--kit_verdict"} or len(argv) != 2:
         print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
         return 2
-    return run_filtered(lab, flags["--gtest_filter"], flags["--gtest_output"].removeprefix("json:"))
+    global VERDICT_PATH, NONCE
+    VERDICT_PATH = flags["--kit_verdict"]
+    NONCE = take_nonce()
+    if len(NONCE) < 32:
+        print("fake binary: no key on KIT_NONCE_FD", file=sys.stderr)
+        return 2
+    return run_filtered(lab, flags["--gtest_filter"], VERDICT_PATH)
 
 
 if __name__ == "__main__":

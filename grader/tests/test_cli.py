@@ -124,6 +124,23 @@ class GradeExitCodeTest(CliCase):
         self.assertTrue((target / "summary.md").is_file())
         self.assertIn("Score: 2/2", (target / "summary.md").read_text())
 
+    def test_files_a_test_writes_cannot_change_the_reports(self) -> None:
+        target = self.tmp / "out"
+        target.mkdir()
+        (target / "results.json").write_text('{"score": 1000, "max_score": 1}')  # planted earlier
+        work = self.tmp / "cwd"
+        work.mkdir()
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            code, out, _ = self.grade("01", "--report-dir", str(target), FAKE_TESTS="fail,litter")
+        finally:
+            os.chdir(cwd)
+        self.assertEqual(code, ExitCode.TESTS_FAILED)
+        self.assertEqual(list(work.iterdir()), [])  # the test wrote into its own scratch folder
+        results = json.loads((target / "results.json").read_text())
+        self.assertEqual((results["score"], results["max_score"]), (1, 4))
+
     def test_usage_errors_are_2_and_write_nothing(self) -> None:
         cases = [
             (("xyz",), {}, "unknown lab 'xyz'; labs: 01_alpha, 02_beta"),

@@ -6,6 +6,8 @@ Run all runner tests from the repository root:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import shutil
 import tempfile
@@ -78,7 +80,29 @@ class EveryVerdictTest(unittest.TestCase):
     def test_hang_times_out_quickly_and_others_are_still_graded(self) -> None:
         self.check("Hang.Sleeps", Status.TIMED_OUT, "timed out after 2 s")
         self.assertLess(self.elapsed, 8.0)
-        self.assertEqual(len(self.lab.tests), 12)
+        self.assertEqual(len(self.lab.tests), 16)
+
+    def test_a_forged_verdict_is_not_believed(self) -> None:
+        self.check("Forger.WritesAPass", Status.CRASHED,
+                   "crashed: no authentic result (the result file is not signed by the kit's "
+                   "main(); exited with code 0)")
+
+    def test_a_verdict_signed_with_a_wrong_key_is_not_believed(self) -> None:
+        self.check("Forger.SignsWithAGuess", Status.CRASHED,
+                   "crashed: no authentic result (the result file's signature does not match "
+                   "this run's key; exited with code 0)")
+
+    def test_a_signed_verdict_edited_afterwards_is_not_believed(self) -> None:
+        self.check("Forger.EditsTheVerdict", Status.CRASHED,
+                   "crashed: no authentic result (the result file's signature does not match "
+                   "this run's key; exited with code 0)")
+
+    def test_tests_run_in_a_scratch_directory(self) -> None:
+        litter = self.by_id["Litter.WritesReports"]
+        self.check("Litter.WritesReports", Status.PASSED)
+        cwd = Path(litter.measurements["cwd"])
+        self.assertTrue(cwd.name == "work" and cwd.parent.name.startswith("kit-test-"), cwd)
+        self.assertFalse(cwd.exists())  # removed with everything the test wrote there
 
     def test_perf_gated_by_failing_correctness(self) -> None:
         self.check("Perf.Saxpy", Status.NOT_RUN, runner.PERF_GATE_REASON)
@@ -95,9 +119,9 @@ class EveryVerdictTest(unittest.TestCase):
         steps = [t.step for t in self.lab.tests]
         self.assertEqual(steps, sorted(steps, key=["alpha.1", "alpha.2", "alpha.3", "alpha.perf"].index))
         subtotals = {s.step: (s.score, s.max_score) for s in self.lab.subtotals()}
-        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (0, 6),
+        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (1, 10),
                                      "alpha.perf": (0, 4)})
-        self.assertEqual((self.lab.score, self.lab.max_score), (6, 19))
+        self.assertEqual((self.lab.score, self.lab.max_score), (7, 23))
 
 
 class PerfAndDeviceTest(unittest.TestCase):
@@ -265,9 +289,68 @@ class JudgeTest(unittest.TestCase):
                 outcome = judge("Suite.Name", returncode, report, "tail", 1.5)
                 self.assertEqual((outcome.status, outcome.reason), (status, reason))
 
+    def test_unauthentic_verdict_is_a_crash_whatever_it_says(self) -> None:
+        for returncode in (0, 1):
+            outcome = judge("Suite.Name", returncode, None, "tail", 1.5, "it is not signed")
+            self.assertEqual((outcome.status, outcome.reason),
+                             (Status.CRASHED, "crashed: no authentic result (it is not signed; "
+                                              f"exited with code {returncode})"))
+        self.assertIs(judge("Suite.Name", None, None, "", 1.5, "x").status, Status.TIMED_OUT)
+        self.assertEqual(judge("Suite.Name", -11, None, "", 1.5, "x").reason, "crashed: SIGSEGV")
+
     def test_measurements_are_the_non_gtest_keys(self) -> None:
         outcome = judge("Suite.Name", 0, self.report(ratio="0.9", spread="0.01", time="1s"), "", 1)
         self.assertEqual(outcome.measurements, {"ratio": "0.9", "spread": "0.01"})
+
+
+class AuthenticateTest(unittest.TestCase):
+    """The verdict file must carry an HMAC-SHA-256 of its body under this run's nonce."""
+
+    NONCE = b"a" * 64
+    BODY = b'{"testsuites": []}'
+
+    def signed(self, key: bytes, body: bytes | None = None) -> bytes:
+        body = self.BODY if body is None else body
+        return body + b"\nkit-hmac-sha256 " + hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b"\n"
+
+    def test_right_nonce(self) -> None:
+        self.assertEqual(protocol.authenticate(self.signed(self.NONCE), self.NONCE),
+                         (self.BODY.decode(), None))
+
+    def test_no_file_is_not_an_authenticity_problem(self) -> None:
+        self.assertEqual(protocol.authenticate(None, self.NONCE), (None, None))
+
+    def test_forged_absent_or_wrong_nonce(self) -> None:
+        unsigned = "the result file is not signed by the kit's main()"
+        mismatch = "the result file's signature does not match this run's key"
+        cases = {
+            "forged, no signature": (self.BODY + b"\n", unsigned),
+            "empty file": (b"", unsigned),
+            "signature line malformed": (self.BODY + b"\nkit-hmac-sha256 xyz\n", unsigned),
+            "signed with another nonce": (self.signed(b"b" * 64), mismatch),
+            "signed with no nonce": (self.signed(b""), mismatch),
+            "body edited after signing": (self.signed(self.NONCE).replace(b"[]", b"[1]"), mismatch),
+            "signature of another body": (b"{}" + self.signed(self.NONCE)[len(self.BODY):], mismatch),
+        }
+        for name, (data, problem) in cases.items():
+            with self.subTest(name):
+                self.assertEqual(protocol.authenticate(data, self.NONCE), (None, problem))
+
+    def test_each_test_gets_a_fresh_nonce_on_a_closed_pipe(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        script = tmp / "show_nonce.sh"
+        script.write_text('#!/bin/sh\ncat <&"$KIT_NONCE_FD" > "$1"\n')
+        script.chmod(0o755)
+        seen = []
+        for i in range(2):
+            with (tmp / f"log{i}").open("wb") as out:
+                nonce = f"{i}".encode() * 64
+                code = protocol._run_with_nonce([str(script), str(tmp / f"seen{i}")], nonce, 1, out,
+                                                tmp, 5.0)
+            self.assertEqual(code, 0)
+            seen.append((tmp / f"seen{i}").read_bytes())
+        self.assertEqual(seen, [b"0" * 64, b"1" * 64])
 
 
 if __name__ == "__main__":
