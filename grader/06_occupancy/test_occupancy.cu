@@ -8,8 +8,9 @@
 // code is plain host C++, so most of it is graded without a GPU: against the seeds' worked numbers
 // and against the CUDA toolkit's own calculator, cuda_occupancy.h (occupancy_oracle.cpp), on
 // thousands of random kernels for five GPU architectures. On a GPU, the same model is fed the
-// attributes of real kernels (below: register pressure, launch bounds, static and dynamic shared
-// memory, carveout preferences) and must agree with the driver's occupancy API every time.
+// attributes of real kernels (sample_kernels.cuh: register pressure, launch bounds, static and
+// dynamic shared memory, carveout preferences) and must agree with the driver's occupancy API
+// every time.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "kit/test.h"
 #include "occupancy.h"
 #include "occupancy_oracle.h"
+#include "sample_kernels.cuh"
 
 // How GoogleTest prints the lab's types in failure messages (found by argument-dependent lookup).
 namespace lab06 {
@@ -558,88 +560,23 @@ INSTANTIATE_TEST_SUITE_P(Gpus, ChooserOnEachGpu, ::testing::ValuesIn(lab06::know
 
 // ==== GPU: real kernels, the driver's answers ====================================================
 //
-// The kernels below are never launched: the driver answers occupancy questions from a kernel's
-// compiled attributes. Each family varies one resource; each kernel is checked at ~160 block sizes
-// and several dynamic shared memory sizes.
+// The kernels (sample_kernels.cuh) are never launched: the driver answers occupancy questions from
+// a kernel's compiled attributes. Each family varies one resource; each kernel is checked at ~160
+// block sizes and several dynamic shared memory sizes.
 
-// Keeps N values live in registers at once: the compiler needs about N registers per thread.
-template <int N>
-__device__ __forceinline__ float register_pressure(const float* __restrict__ in, int rounds,
-                                                   unsigned mask) {
-  float v[N];
-#pragma unroll
-  for (int k = 0; k < N; ++k) v[k] = in[(threadIdx.x * 13u + k * 7u) & mask];
-  for (int r = 0; r < rounds; ++r) {
-#pragma unroll
-    for (int k = 0; k < N; ++k) v[k] = fmaf(v[k], v[(k + 1) % N], 1.0001f);
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < N; ++k) sum += v[k];
-  return sum;
-}
-
-template <int N>
-__global__ void registers_kernel(const float* in, float* out, int rounds, unsigned mask) {
-  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask);
-}
-
-// __launch_bounds__(MaxThreads, MinBlocks) caps the registers so that MinBlocks blocks of
-// MaxThreads fit on an SM, and makes MaxThreads the kernel's largest block.
-template <int N, int MaxThreads, int MinBlocks>
-__global__ void __launch_bounds__(MaxThreads, MinBlocks)
-    bounded_kernel(const float* in, float* out, int rounds, unsigned mask) {
-  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask);
-}
-
-template <int Bytes>
-__global__ void static_shared_kernel(const float* in, float* out, unsigned mask) {
-  constexpr int kWords = Bytes / 4;
-  __shared__ float tile[kWords];
-  for (int i = threadIdx.x; i < kWords; i += blockDim.x) tile[i] = in[i & mask];
-  __syncthreads();  // the whole tile is written before any thread reads another thread's element
-  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x * 7u) % kWords];
-}
-
-// Tag only makes distinct kernels, so that each can carry its own attributes.
-template <int Tag>
-__global__ void dynamic_shared_kernel(const float* in, float* out, int words, unsigned mask) {
-  extern __shared__ float dynamic_tile[];
-  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[i & mask];
-  __syncthreads();  // the whole tile is written before any thread reads another thread's element
-  out[blockIdx.x * blockDim.x + threadIdx.x] = dynamic_tile[(threadIdx.x * 7u) % words];
-}
-
-template <int N, int Bytes>
-__global__ void mixed_kernel(const float* in, float* out, int rounds, unsigned mask, int words) {
-  __shared__ float tile[Bytes / 4];
-  extern __shared__ float dynamic_tile[];
-  for (int i = threadIdx.x; i < Bytes / 4; i += blockDim.x) tile[i] = in[i & mask];
-  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[(i * 3u) & mask];
-  __syncthreads();  // both tiles are written before any thread reads another thread's element
-  out[blockIdx.x * blockDim.x + threadIdx.x] = register_pressure<N>(in, rounds, mask) +
-                                               tile[(threadIdx.x * 7u) % (Bytes / 4)] +
-                                               dynamic_tile[threadIdx.x % (words > 0 ? words : 1)];
-}
-
-template <int Percent>
-__global__ void carveout_kernel(const float* in, float* out, int words, unsigned mask) {
-  __shared__ float tile[1024];  // 4 KiB static
-  extern __shared__ float dynamic_tile[];
-  for (int i = threadIdx.x; i < 1024; i += blockDim.x) tile[i] = in[i & mask];
-  for (int i = threadIdx.x; i < words; i += blockDim.x) dynamic_tile[i] = in[(i * 5u) & mask];
-  __syncthreads();  // both tiles are written before any thread reads another thread's element
-  out[blockIdx.x * blockDim.x + threadIdx.x] =
-      tile[(threadIdx.x * 7u) % 1024] + dynamic_tile[threadIdx.x % (words > 0 ? words : 1)];
-}
+using lab06_grader::bounded_kernel;
+using lab06_grader::carveout_kernel;
+using lab06_grader::driver_blocks;
+using lab06_grader::DynamicBytes;
+using lab06_grader::dynamic_shared_kernel;
+using lab06_grader::mixed_kernel;
+using lab06_grader::prepare;
+using lab06_grader::registers_kernel;
+using lab06_grader::static_shared_kernel;
 
 // One kernel of the sweep: how to find it, the attributes to set first, the dynamic shared memory
 // sizes to try.
-struct SweepKernel {
-  std::string name;
-  const void* func;
-  int carveout_percent;      // set with cudaFuncSetAttribute when >= 0
-  bool opt_in;               // raise its dynamic shared memory limit to the device's maximum
+struct SweepKernel : lab06_grader::SampleKernel {
   std::vector<std::size_t> dynamic_sizes;
 };
 
@@ -701,22 +638,6 @@ const std::vector<SweepFamily>& sweep_families() {
   return families;
 }
 
-// Sets the kernel's attributes (once per process is enough; setting them again is harmless) and
-// returns what the driver reports about it afterwards.
-cudaFuncAttributes prepare(const SweepKernel& k, const DeviceSpec& device) {
-  cudaFuncAttributes attr{};
-  KIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.func));
-  if (k.opt_in) {
-    const int most = static_cast<int>(device.shared_per_block_optin - attr.sharedSizeBytes);
-    KIT_CUDA_CHECK(cudaFuncSetAttribute(k.func, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
-  }
-  if (k.carveout_percent >= 0)
-    KIT_CUDA_CHECK(cudaFuncSetAttribute(k.func, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        k.carveout_percent));
-  KIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.func));
-  return attr;
-}
-
 // Block sizes to try: every size up to two warps, every multiple of the warp size and its two
 // neighbours, and the kernel's own limit.
 std::vector<int> sweep_blocks(int max_threads) {
@@ -739,16 +660,6 @@ std::string describe_kernel(const SweepKernel& k, const cudaFuncAttributes& a) {
     << " B, at most " << a.maxThreadsPerBlock << " threads/block and " << a.maxDynamicSharedSizeBytes
     << " B dynamic, carveout " << carveout_text(a.preferredShmemCarveout) << ")";
   return s.str();
-}
-
-// The driver's answer, or -1 when it refuses the question.
-int driver_blocks(const void* func, int block, std::size_t dynamic) {
-  int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, func, block, dynamic) != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky; clear it so the test ends clean
-    return -1;
-  }
-  return blocks;
 }
 
 std::string family_name(const ::testing::TestParamInfo<int>& info) {
@@ -800,17 +711,11 @@ KIT_TEST_P(OccupancySweep, ModelAgreesWithTheDriver, "occupancy.2", gpu, 2,
 INSTANTIATE_TEST_SUITE_P(Kernels, OccupancySweep,
                          ::testing::Range(0, static_cast<int>(sweep_families().size())), family_name);
 
-// Dynamic shared memory as a function of the block size, as a caller of
-// cudaOccupancyMaxPotentialBlockSizeVariableSMem would write it (the runtime calls it from a
-// __host__ __device__ function, hence the annotation).
+// Dynamic shared memory as a function of the block size, named for messages (DynamicBytes is the
+// function itself).
 struct DynamicRule {
   std::string name;
   std::size_t per_thread, fixed;
-};
-
-struct DynamicBytes {
-  std::size_t per_thread, fixed;
-  __host__ __device__ std::size_t operator()(int block) const { return per_thread * block + fixed; }
 };
 
 const std::vector<DynamicRule> kDynamicRules = {
