@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -666,18 +667,42 @@ std::string family_name(const ::testing::TestParamInfo<int>& info) {
   return sweep_families()[info.param].name;
 }
 
-class OccupancySweep : public kit::GpuTestWithParam<int> {};
+// What both GPU sweeps share: the family of kernels the parameter names, the GPU's spec, each
+// kernel prepared, and the tally of the cases compared, refused by the driver, and wrong.
+class KernelSweep : public kit::GpuTestWithParam<int> {
+ protected:
+  using CheckKernel = std::function<void(const SweepKernel& k, const cudaFuncAttributes& attr,
+                                         const KernelResources& resources)>;
+
+  // Calls `check` for every kernel of the family, with the attributes the driver reports once
+  // prepare() has set them; `check` counts its cases in `compared` and `refused` and adds every
+  // disagreement to `wrong`. Then prints the tally ("N <counted> compared, M refused by the
+  // driver") and expects some case compared and none wrong (`cases` names them in the verdict).
+  void sweep(const char* counted, const char* cases, const CheckKernel& check) {
+    const SweepFamily& family = sweep_families()[GetParam()];
+    device = lab06::device_spec_from_device(0);
+    for (const SweepKernel& k : family.kernels) {
+      const cudaFuncAttributes attr = prepare(k, device);
+      check(k, attr, lab06::kernel_resources(attr));
+    }
+    std::printf("[ kit info ] family %s on %s: %lld %s compared, %lld refused by the driver\n",
+                family.name.c_str(), device.name.c_str(), compared, counted, refused);
+    EXPECT_GT(compared, 0);
+    EXPECT_TRUE(wrong.verdict(compared, cases));
+  }
+
+  DeviceSpec device;
+  Mismatches wrong;
+  long long compared = 0, refused = 0;
+};
+
+class OccupancySweep : public KernelSweep {};
 
 KIT_TEST_P(OccupancySweep, ModelAgreesWithTheDriver, "occupancy.2", gpu, 2,
            "real kernels at ~160 block sizes and several dynamic shared memory sizes: your model "
            "gives the blocks/SM of cudaOccupancyMaxActiveBlocksPerMultiprocessor") {
-  const SweepFamily& family = sweep_families()[GetParam()];
-  const DeviceSpec device = lab06::device_spec_from_device(0);
-  Mismatches wrong;
-  long long compared = 0, refused = 0;
-  for (const SweepKernel& k : family.kernels) {
-    const cudaFuncAttributes attr = prepare(k, device);
-    const KernelResources resources = lab06::kernel_resources(attr);
+  sweep("launches", "launch shapes", [&](const SweepKernel& k, const cudaFuncAttributes& attr,
+                                         const KernelResources& resources) {
     for (std::size_t dynamic : k.dynamic_sizes) {
       for (int block : sweep_blocks(attr.maxThreadsPerBlock)) {
         const int expected = driver_blocks(k.func, block, dynamic);
@@ -701,11 +726,7 @@ KIT_TEST_P(OccupancySweep, ModelAgreesWithTheDriver, "occupancy.2", gpu, 2,
                 "limited by %s)\n",
                 describe_kernel(k, attr).c_str(), shown, driver_blocks(k.func, shown, 0),
                 at.blocks_per_sm, at.occupancy, lab06::to_string(at.limited_by).c_str());
-  }
-  std::printf("[ kit info ] family %s on %s: %lld launches compared, %lld refused by the driver\n",
-              family.name.c_str(), device.name.c_str(), compared, refused);
-  EXPECT_GT(compared, 0);
-  EXPECT_TRUE(wrong.verdict(compared, "launch shapes"));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, OccupancySweep,
@@ -722,18 +743,13 @@ const std::vector<DynamicRule> kDynamicRules = {
     {"none", 0, 0}, {"4 KiB", 0, 4096}, {"16 B/thread", 16, 0}, {"64 B/thread + 1000 B", 64, 1000}};
 const std::vector<DynamicRule> kOptInRules = {{"160 B/thread", 160, 0}, {"100 KiB", 0, 100 * KiB}};
 
-class ChooserSweep : public kit::GpuTestWithParam<int> {};
+class ChooserSweep : public KernelSweep {};
 
 KIT_TEST_P(ChooserSweep, ChoiceAgreesWithTheDriver, "occupancy.3", gpu, 1,
            "real kernels, four dynamic-shared-memory rules, block limits 0, 100 and 640: the block "
            "size and min grid of cudaOccupancyMaxPotentialBlockSize") {
-  const SweepFamily& family = sweep_families()[GetParam()];
-  const DeviceSpec device = lab06::device_spec_from_device(0);
-  Mismatches wrong;
-  long long compared = 0, refused = 0;
-  for (const SweepKernel& k : family.kernels) {
-    const cudaFuncAttributes attr = prepare(k, device);
-    const KernelResources resources = lab06::kernel_resources(attr);
+  sweep("choices", "choices", [&](const SweepKernel& k, const cudaFuncAttributes& attr,
+                                  const KernelResources& resources) {
     std::vector<DynamicRule> rules = kDynamicRules;
     if (k.opt_in) rules.insert(rules.end(), kOptInRules.begin(), kOptInRules.end());
     for (const DynamicRule& rule : rules) {
@@ -760,11 +776,7 @@ KIT_TEST_P(ChooserSweep, ChoiceAgreesWithTheDriver, "occupancy.3", gpu, 1,
         wrong.add(s.str());
       }
     }
-  }
-  std::printf("[ kit info ] family %s on %s: %lld choices compared, %lld refused by the driver\n",
-              family.name.c_str(), device.name.c_str(), compared, refused);
-  EXPECT_GT(compared, 0);
-  EXPECT_TRUE(wrong.verdict(compared, "choices"));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ChooserSweep,
