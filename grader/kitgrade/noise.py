@@ -1,0 +1,165 @@
+"""How noisy are the performance verdicts? ``python3 grader/kit.py noise``.
+
+Grades the reference solution (or the student's code) again and again, on the binaries as they
+are (build first), each run with a fresh seed, and reports for every performance test the min,
+median and max of its measured ratio across the runs, next to its threshold, and every verdict
+that was not a pass. A threshold an instructor can trust sits well below the minimum.
+
+Runs accumulate in the output directory (``run-01``, ``run-02``, ... each holding that run's
+reports), so a long study can be split over several invocations, e.g. on a machine that limits
+how long one command may take; ``--max-seconds`` stops starting new runs after a time budget.
+The summary (``noise.md`` and ``noise.json``) always covers every run in the directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUN_PREFIX = "run-"
+
+
+@dataclass
+class PerfSeries:
+    """One performance test's ratios across runs."""
+
+    lab: str
+    test: str
+    threshold: str = ""
+    ratios: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Study:
+    runs: int = 0
+    tests_per_run: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """One line per verdict that was not a pass: run, lab, test, status and reason."""
+    perf: dict[str, PerfSeries] = field(default_factory=dict)
+    gpus: set[str] = field(default_factory=set)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "noise", help="grade many times and report each performance ratio's spread",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
+    parser.add_argument("--runs", type=int, default=20, help="runs wanted in OUT in all (default 20)")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the runs and summary")
+    parser.add_argument("--variant", choices=("reference", "student"), default="reference")
+    parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--jobs", type=int, help="tests graded in parallel (kit.py grade's default)")
+    parser.add_argument("--max-seconds", type=float,
+                        help="start no new run after this many seconds (the summary is still written)")
+    parser.set_defaults(handler=_cmd_noise)
+
+
+def _cmd_noise(args: argparse.Namespace, ctx: Any) -> int:
+    out_dir: Path = args.out.absolute()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    done = len(_run_dirs(out_dir))
+    kit = ctx.root / "grader" / "kit.py"
+    while done < args.runs:
+        if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+            ctx.stdout.write(f"noise: time budget spent after {done} of {args.runs} runs\n")
+            break
+        run_dir = out_dir / f"{RUN_PREFIX}{done + 1:02d}"
+        argv = [sys.executable, str(kit), "grade", *args.labs, "--variant", args.variant,
+                "--no-build", "--quiet", "--report-dir", str(run_dir)]
+        if args.build_dir:
+            argv += ["--build-dir", str(args.build_dir)]
+        if args.jobs:
+            argv += ["--jobs", str(args.jobs)]
+        t0 = time.monotonic()
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace", check=False)
+        if not (run_dir / "kit-results.json").is_file():
+            ctx.stderr.write(f"noise: run {done + 1} wrote no results (exit {proc.returncode}):\n"
+                             f"{proc.stdout[-2000:]}")
+            return 3
+        done += 1
+        ctx.stdout.write(f"noise: run {done}/{args.runs} exit {proc.returncode} "
+                         f"({time.monotonic() - t0:.0f} s)\n")
+        ctx.stdout.flush()
+    study = collect(out_dir)
+    (out_dir / "noise.json").write_text(json.dumps(to_json(study), indent=2) + "\n")
+    text = markdown(study)
+    (out_dir / "noise.md").write_text(text)
+    ctx.stdout.write(text)
+    return 0 if study.runs >= args.runs and not study.problems else 1
+
+
+def _run_dirs(out_dir: Path) -> list[Path]:
+    return sorted(p for p in out_dir.glob(f"{RUN_PREFIX}*") if (p / "kit-results.json").is_file())
+
+
+def collect(out_dir: Path) -> Study:
+    """Reads every run's kit-results.json under out_dir."""
+    study = Study()
+    for run_dir in _run_dirs(out_dir):
+        data = json.loads((run_dir / "kit-results.json").read_text())
+        study.runs += 1
+        count = 0
+        device = data.get("device", {})
+        if device.get("available"):
+            study.gpus.add(str(device.get("name", "?")))
+        for lab in data["labs"]:
+            if lab.get("error"):
+                study.problems.append(f"{run_dir.name}: {lab['lab']}: not graded: {lab['error']}")
+            for test in lab["tests"]:
+                count += 1
+                if test["status"] != "passed":
+                    study.problems.append(f"{run_dir.name}: {lab['lab']} {test['id']}: "
+                                          f"{test['status']} {test['reason']}".rstrip())
+                m = test.get("measurements", {})
+                if test["kind"] == "perf" and "ratio" in m:
+                    key = f"{lab['lab']} {test['id']}"
+                    series = study.perf.setdefault(key, PerfSeries(lab["lab"], test["id"]))
+                    series.threshold = m.get("threshold", series.threshold)
+                    series.ratios.append(float(m["ratio"]))
+        study.tests_per_run.append(count)
+    return study
+
+
+def to_json(study: Study) -> dict[str, Any]:
+    return {
+        "runs": study.runs, "tests_per_run": study.tests_per_run, "problems": study.problems,
+        "gpus": sorted(study.gpus),
+        "perf": [{"lab": s.lab, "test": s.test, "threshold": s.threshold, "ratios": s.ratios,
+                  "min": min(s.ratios), "median": statistics.median(s.ratios),
+                  "max": max(s.ratios)} for s in study.perf.values() if s.ratios],
+    }
+
+
+def markdown(study: Study) -> str:
+    lines = [f"# Noise study: {study.runs} runs", ""]
+    if study.gpus:
+        lines += [f"GPU: {', '.join(sorted(study.gpus))}", ""]
+    total = sum(study.tests_per_run)
+    lines += [f"Verdicts: {total} in all ({', '.join(map(str, sorted(set(study.tests_per_run))))} per run), "
+              f"{len(study.problems)} not passed.", ""]
+    lines += ["| lab | test | threshold | min | median | max | runs | min - threshold |",
+              "|---|---|---|---|---|---|---|---|"]
+    for s in study.perf.values():
+        if not s.ratios:
+            continue
+        lo, med, hi = min(s.ratios), statistics.median(s.ratios), max(s.ratios)
+        try:
+            margin = f"{lo - float(s.threshold):+.3f}"
+        except ValueError:
+            margin = "?"
+        lines.append(f"| {s.lab} | {s.test} | {s.threshold} | {lo:.3f} | {med:.3f} | {hi:.3f} | "
+                     f"{len(s.ratios)} | {margin} |")
+    if study.problems:
+        lines += ["", "Verdicts that were not a pass:", ""]
+        lines += [f"- {p}" for p in study.problems]
+    return "\n".join(lines) + "\n"
+
