@@ -6,12 +6,11 @@
 //   build/bin/bench_04_tiling_reference   the reference solution's
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <functional>
 
 #include "gemm_baselines.cuh"
+#include "kit/bench_main.h"
 #include "kit/buffers.h"
-#include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/timing.h"
 #include "tiling.h"
@@ -57,11 +56,8 @@ void BM_Matmul(benchmark::State& state, Run run) {
   Square sq(static_cast<unsigned>(state.range(0)));
   const double flops = 2.0 * sq.size * sq.size * sq.size;
   const double cublas_ms = sq.ms(cublas_run), naive_ms = sq.ms(naive_run);
-  double ms = 0;
-  for (auto _ : state) {
-    ms = sq.ms(run);
-    state.SetIterationTime(ms * 1e-3);
-  }
+  const double ms = kit::bench_time_ms(
+      state, [&](cudaStream_t s) { run(sq.size, sq.a.data(), sq.b.data(), sq.c.data(), s); }, 11, 2);
   state.counters["TFLOP/s"] = flops / (ms * 1e-3) * 1e-12;
   state.counters["vs_cublas"] = cublas_ms / ms;
   state.counters["vs_naive"] = naive_ms / ms;
@@ -73,20 +69,4 @@ BENCHMARK_CAPTURE(BM_Matmul, blocked, Run(blocked_run))->UseManualTime()->Iterat
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const kit::DeviceInfo device = kit::query_device();
-  if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
-    return 0;
-  }
-  benchmark::AddCustomContext("gpu", kit::summary(device));
-  benchmark::Initialize(&argc, argv);
-  try {
-    benchmark::RunSpecifiedBenchmarks();
-  } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
-    std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+KIT_BENCHMARK_MAIN();
