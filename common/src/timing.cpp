@@ -6,35 +6,14 @@
 namespace kit {
 namespace {
 
-// One pair of CUDA events; destroyed on scope exit.
-class EventPair {
- public:
-  EventPair() {
-    KIT_CUDA_CHECK(cudaEventCreate(&start_));
-    KIT_CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventPair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-
-  // Milliseconds taken by `run` on `stream`.
-  float time(const std::function<void(cudaStream_t)>& run, cudaStream_t stream) {
-    KIT_CUDA_CHECK(cudaEventRecord(start_, stream));
-    run(stream);
-    KIT_CUDA_CHECK(cudaEventRecord(stop_, stream));
-    KIT_CUDA_CHECK(cudaEventSynchronize(stop_));
-    KIT_CUDA_CHECK(cudaGetLastError());
-    float ms = 0;
-    KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_{}, stop_{};
-};
+// Milliseconds of one run of `run` on `stream`. The runs are the student's and the ceiling's
+// kernels, whose launchers may leave a launch error unread: it fails the measurement here.
+float time_run(EventTimer& events, const std::function<void(cudaStream_t)>& run,
+               cudaStream_t stream) {
+  const float ms = events.time(stream, [&] { run(stream); });
+  KIT_CUDA_CHECK(cudaGetLastError());
+  return ms;
+}
 
 class Stream {
  public:
@@ -57,6 +36,26 @@ std::size_t l2_bytes() {
 
 }  // namespace
 
+EventTimer::EventTimer() {
+  KIT_CUDA_CHECK(cudaEventCreate(&start_));
+  KIT_CUDA_CHECK(cudaEventCreate(&stop_));
+}
+
+EventTimer::~EventTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+}
+
+float EventTimer::time(cudaStream_t stream, const std::function<void()>& enqueue) {
+  KIT_CUDA_CHECK(cudaEventRecord(start_, stream));
+  enqueue();
+  KIT_CUDA_CHECK(cudaEventRecord(stop_, stream));
+  KIT_CUDA_CHECK(cudaEventSynchronize(stop_));
+  float ms = 0;
+  KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
 L2Flusher::L2Flusher() : buffer_(2 * l2_bytes()) {}
 
 void L2Flusher::flush(cudaStream_t stream) {
@@ -65,45 +64,60 @@ void L2Flusher::flush(cudaStream_t stream) {
   KIT_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), value_, buffer_.bytes(), stream));
 }
 
+SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
+                          const TimingOptions& options) {
+  std::vector<double> ratios;
+  SampledRatio result;
+  for (result.batches = 1;; ++result.batches) {
+    for (int i = 0; i < options.samples; ++i) ratios.push_back(sample());
+    result.ratio = summarize(ratios);
+    const Decision d = decide(result.ratio, threshold, options.max_spread);
+    if (d != Decision::undecided || result.batches >= options.max_batches) {
+      result.passed =
+          d == Decision::pass || (d == Decision::undecided && result.ratio.median >= threshold);
+      return result;
+    }
+  }
+}
+
 ThroughputComparison compare_throughput(const Timed& student, const Timed& ceiling, double threshold,
                                         const TimingOptions& options) {
   Stream stream;
   L2Flusher flusher;
-  EventPair events;
+  EventTimer events;
   auto timed = [&](const Timed& t) {
     flusher.flush(stream);
-    return static_cast<double>(events.time(t.run, stream));
+    return static_cast<double>(time_run(events, t.run, stream));
   };
   for (int i = 0; i < options.warmup; ++i) {
     timed(student);
     timed(ceiling);
   }
 
-  std::vector<double> ratios, student_ms, ceiling_ms;
+  std::vector<double> student_ms, ceiling_ms;
+  int pairs = 0;
+  const SampledRatio sampled = sample_ratio(
+      [&] {
+        // Alternate which one goes first within each batch, so drift within a pair does not
+        // favour either.
+        const int i = pairs++ % options.samples;
+        double s, c;
+        if (i % 2 == 0) {
+          s = timed(student);
+          c = timed(ceiling);
+        } else {
+          c = timed(ceiling);
+          s = timed(student);
+        }
+        student_ms.push_back(s);
+        ceiling_ms.push_back(c);
+        return (student.work / s) / (ceiling.work / c);
+      },
+      threshold, options);
   ThroughputComparison result;
-  for (result.batches = 1;; ++result.batches) {
-    for (int i = 0; i < options.samples; ++i) {
-      // Alternate which one goes first, so drift within a pair does not favour either.
-      double s, c;
-      if (i % 2 == 0) {
-        s = timed(student);
-        c = timed(ceiling);
-      } else {
-        c = timed(ceiling);
-        s = timed(student);
-      }
-      student_ms.push_back(s);
-      ceiling_ms.push_back(c);
-      ratios.push_back((student.work / s) / (ceiling.work / c));
-    }
-    result.ratio = summarize(ratios);
-    const Decision d = decide(result.ratio, threshold, options.max_spread);
-    if (d != Decision::undecided || result.batches >= options.max_batches) {
-      result.passed = d == Decision::pass ||
-                      (d == Decision::undecided && result.ratio.median >= threshold);
-      break;
-    }
-  }
+  result.ratio = sampled.ratio;
+  result.batches = sampled.batches;
+  result.passed = sampled.passed;
   result.student_ms = summarize(student_ms).median;
   result.ceiling_ms = summarize(ceiling_ms).median;
   result.student_rate = student.work / (result.student_ms * 1e-3);
@@ -114,15 +128,15 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
 double median_ms(const std::function<void(cudaStream_t)>& run, int samples, int warmup) {
   Stream stream;
   L2Flusher flusher;
-  EventPair events;
+  EventTimer events;
   for (int i = 0; i < warmup; ++i) {
     flusher.flush(stream);
-    events.time(run, stream);
+    time_run(events, run, stream);
   }
   std::vector<double> times;
   for (int i = 0; i < samples; ++i) {
     flusher.flush(stream);
-    times.push_back(events.time(run, stream));
+    times.push_back(time_run(events, run, stream));
   }
   return summarize(times).median;
 }

@@ -18,27 +18,10 @@
 
 #include "kit/check.h"
 #include "kit/stats.h"
+#include "kit/timing.h"
 #include "streams.h"
 
 namespace lab07_grader {
-
-/// Times work enqueued on a stream with a pair of CUDA events.
-class EventTimer {
- public:
-  /// Milliseconds between an event recorded before `enqueue` runs and one recorded after it.
-  float time(cudaStream_t stream, const std::function<void()>& enqueue) {
-    KIT_CUDA_CHECK(cudaEventRecord(start_, stream));
-    enqueue();
-    KIT_CUDA_CHECK(cudaEventRecord(stop_, stream));
-    KIT_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  lab07::Event start_, stop_;
-};
 
 /// Host time in milliseconds that `fn` takes, started with the device idle. The student's pipeline
 /// runs on streams the grader cannot put events in, so it and the serial version it is compared
@@ -87,7 +70,7 @@ struct Workload {
 };
 
 /// Each stage alone, over the whole data, timed with events.
-inline StageTimes time_stages(const Workload& w, EventTimer& timer) {
+inline StageTimes time_stages(const Workload& w, kit::EventTimer& timer) {
   StageTimes t;
   t.ms[lab07::kCopyIn] = timer.time(w.stream, [&] { w.copy_in(); });
   t.ms[lab07::kKernel] = timer.time(w.stream, [&] { w.kernel(); });
@@ -107,7 +90,7 @@ inline double serial_ms(const Workload& w) {
 }
 
 /// Median of three event timings of the kernel with `iterations`.
-inline double kernel_ms(Workload w, int iterations, EventTimer& timer) {
+inline double kernel_ms(Workload w, int iterations, kit::EventTimer& timer) {
   w.iterations = iterations;
   std::vector<double> times;
   for (int i = 0; i < 3; ++i) times.push_back(timer.time(w.stream, [&] { w.kernel(); }));
@@ -117,7 +100,7 @@ inline double kernel_ms(Workload w, int iterations, EventTimer& timer) {
 /// The iterations per element that make the kernel over the whole data take about `target_ms`.
 /// The kernel's time is a fixed cost plus a cost per iteration: measured at two counts large
 /// enough for the arithmetic (not memory) to decide, then checked and corrected once.
-inline int calibrate_iterations(const Workload& w, double target_ms, EventTimer& timer) {
+inline int calibrate_iterations(const Workload& w, double target_ms, kit::EventTimer& timer) {
   constexpr int kLow = 256, kHigh = 1024;
   kernel_ms(w, kLow, timer);  // warm-up: module load, clocks
   const double low = kernel_ms(w, kLow, timer), high = kernel_ms(w, kHigh, timer);
@@ -132,14 +115,14 @@ inline int calibrate_iterations(const Workload& w, double target_ms, EventTimer&
 
 /// The iterations that make the kernel take about as long as copying the data in (the copy-in
 /// timed alone, median of three): the grader's way of making the three stages comparable.
-inline int iterations_like_copy_in(const Workload& w, EventTimer& timer) {
+inline int iterations_like_copy_in(const Workload& w, kit::EventTimer& timer) {
   std::vector<double> copy;
   for (int i = 0; i < 3; ++i) copy.push_back(timer.time(w.stream, [&] { w.copy_in(); }));
   return calibrate_iterations(w, kit::summarize(copy).median, timer);
 }
 
 /// Each stage alone, the median of `rounds` timings of each.
-inline StageTimes median_stage_times(const Workload& w, EventTimer& timer, int rounds = 3) {
+inline StageTimes median_stage_times(const Workload& w, kit::EventTimer& timer, int rounds = 3) {
   std::array<std::vector<double>, lab07::kStages> times;
   for (int r = 0; r < rounds; ++r) {
     const StageTimes t = time_stages(w, timer);

@@ -28,7 +28,7 @@
 
 namespace {
 
-using lab07_grader::EventTimer;
+using kit::EventTimer;
 using lab07_grader::StageTimes;
 using lab07_grader::Workload;
 

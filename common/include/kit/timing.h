@@ -46,6 +46,24 @@ struct ThroughputComparison {
   bool passed = false;       ///< ratio clears the threshold, by the rule in decide()
 };
 
+/// Times work enqueued on a stream with a pair of CUDA events, reused from one timing to the next;
+/// the events are destroyed on scope exit.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  /// Milliseconds between an event recorded on `stream` before `enqueue` runs and one recorded
+  /// after it; waits for the second. Only the event calls are checked: a launch error that
+  /// `enqueue` left unread stays for the caller (median_ms() and compare_throughput() check it).
+  float time(cudaStream_t stream, const std::function<void()>& enqueue);
+
+ private:
+  cudaEvent_t start_{}, stop_{};
+};
+
 /// Evicts the L2 cache by writing a buffer twice its size (the size is read from the device).
 class L2Flusher {
  public:
@@ -56,6 +74,21 @@ class L2Flusher {
   DeviceBuffer<unsigned char> buffer_;
   int value_ = 0;
 };
+
+/// The verdict on "ratio >= threshold" from a sample of ratios.
+struct SampledRatio {
+  Summary ratio;        ///< the ratios measured, all batches together
+  int batches = 0;      ///< batches measured (more than 1 when the first left the verdict open)
+  bool passed = false;  ///< by the rule of decide(), then the median when still undecided
+};
+
+/// The decision loop of compare_throughput(), for any ratio: calls `sample` (one measurement, one
+/// ratio) options.samples times per batch, and measures another batch while decide() leaves the
+/// verdict open, up to options.max_batches; then the median decides. Warm-up is the caller's
+/// business (options.warmup is not used). For perf checks whose ratio is not one kernel timed
+/// against one ceiling, e.g. an ideal time computed from stages timed alone over a measured time.
+SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
+                          const TimingOptions& options = {});
 
 /// Times `student` against `ceiling` (see the file comment) and decides whether the median ratio
 /// of their throughputs is at least `threshold`.
