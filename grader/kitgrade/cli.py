@@ -171,8 +171,7 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
             ctx.stderr.write(f"build failed: {err}\n")
             return ExitCode.BUILD_OR_BINARY
 
-    targets = [runner.LabTarget(lab, runner.binary_path(build_dir / "bin", lab, args.variant))
-               for lab in labs]
+    targets = [runner.lab_target(ctx.root, build_dir, lab, args.variant) for lab in labs]
     options = runner.RunOptions(args.variant, seed, args.jobs, args.timeout)
     run = runner.run(targets, options, None if args.quiet else _progress(ctx.stderr))
 

@@ -3,7 +3,8 @@
 labs.json lists the labs in order; a lab given by its id is described in grader/<id>/lab.json.
 
 The manifest is the only place the runner learns about labs, so adding a lab is one entry
-there plus its CMake targets. It is validated strictly on load: a typo in a field name or
+there plus its CMake targets. A lab may also ban libraries (``banned_libraries``: cuBLAS in a lab
+about writing a GEMM, CUB in a lab about writing a reduction); kitgrade.bans enforces them. It is validated strictly on load: a typo in a field name or
 a step whose id does not belong to its lab would otherwise surface much later as a
 confusing grading result, so every error names the offending field, e.g.
 ``labs.json: labs[0].steps[2].hints: expected a non-empty list of strings``.
@@ -41,12 +42,33 @@ class Step:
 
 
 @dataclass(frozen=True)
+class BannedLibrary:
+    """A library a lab's student code must not use, and how to recognise it.
+
+    `patterns` are regular expressions searched in each line of the student's files with
+    comments and string literals blanked out; `symbols` are regular expressions searched in
+    the demangled names ``nm -C`` lists for the student's compiled library. `steps` are the
+    steps whose tests the ban fails (empty: every step of the lab).
+    """
+
+    name: str
+    patterns: tuple[str, ...]
+    symbols: tuple[str, ...]
+    steps: tuple[str, ...]
+    why: str
+
+    def applies_to(self, step_id: str) -> bool:
+        return not self.steps or step_id in self.steps
+
+
+@dataclass(frozen=True)
 class Lab:
     id: str
     title: str
     timeout_s: float
     student_files: tuple[str, ...]
     steps: tuple[Step, ...]
+    banned_libraries: tuple[BannedLibrary, ...] = ()
 
     @property
     def number(self) -> str:
@@ -129,7 +151,8 @@ def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:
 
 def _parse_lab(data: Any, where: str) -> Lab:
     fields = _Fields(
-        data, where, required={"id", "title", "timeout_s", "student_files", "steps"}, optional=set()
+        data, where, required={"id", "title", "timeout_s", "student_files", "steps"},
+        optional={"banned_libraries"}
     )
     lab_id = fields.get("id", str)
     if not _LAB_ID.match(lab_id):
@@ -148,8 +171,40 @@ def _parse_lab(data: Any, where: str) -> Lab:
         _parse_step(item, f"{where}.steps[{i}]", name) for i, item in enumerate(steps_data)
     )
     _check_unique([s.id for s in steps], f"{where}.steps", "step id")
+    bans_data = fields.get("banned_libraries", list, default=[])
+    bans = tuple(_parse_ban(item, f"{where}.banned_libraries[{i}]", [s.id for s in steps])
+                 for i, item in enumerate(bans_data))
+    _check_unique([b.name for b in bans], f"{where}.banned_libraries", "library name")
     return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
-               tuple(files), steps)
+               tuple(files), steps, bans)
+
+
+def _parse_ban(data: Any, where: str, step_ids: list[str]) -> BannedLibrary:
+    fields = _Fields(data, where, required={"name", "why"}, optional={"patterns", "symbols", "steps"})
+    name = _non_empty(fields.get("name", str), f"{where}.name")
+    patterns = _regex_list(fields.get("patterns", list, default=[]), f"{where}.patterns")
+    symbols = _regex_list(fields.get("symbols", list, default=[]), f"{where}.symbols")
+    if not patterns and not symbols:
+        raise ManifestError(f"{where}: give at least one of 'patterns' (source) or 'symbols' (nm)")
+    steps = fields.get("steps", list, default=[])
+    for i, step in enumerate(steps):
+        if step not in step_ids:
+            raise ManifestError(f"{where}.steps[{i}]: {step!r} is not a step of this lab "
+                                f"(steps: {', '.join(step_ids)})")
+    _check_unique(steps, f"{where}.steps", "step")
+    return BannedLibrary(name, patterns, symbols, tuple(steps),
+                         _non_empty(fields.get("why", str), f"{where}.why"))
+
+
+def _regex_list(items: list[Any], where: str) -> tuple[str, ...]:
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise ManifestError(f"{where}[{i}]: expected a non-empty string (a regular expression)")
+        try:
+            re.compile(item)
+        except re.error as err:
+            raise ManifestError(f"{where}[{i}]: {item!r} is not a valid regular expression: {err}") from err
+    return tuple(items)
 
 
 def _parse_step(data: Any, where: str, lab_name: str) -> Step:

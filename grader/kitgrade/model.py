@@ -104,6 +104,8 @@ class LabResult:
     tests: list[TestResult] = field(default_factory=list)
     error: str | None = None
     """Set when the lab could not be graded at all (binary missing, listing failed)."""
+    notes: list[str] = field(default_factory=list)
+    """Lab-wide remarks for every report, e.g. what the banned-library check found."""
 
     @property
     def score(self) -> float:
@@ -126,7 +128,7 @@ class LabResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "lab": self.lab, "title": self.title, "variant": self.variant,
-            "steps": dict(self.steps), "error": self.error,
+            "steps": dict(self.steps), "error": self.error, "notes": list(self.notes),
             "score": self.score, "max_score": self.max_score,
             "subtotals": [vars(s) for s in self.subtotals()],
             "tests": [t.to_dict() for t in self.tests],
@@ -136,6 +138,7 @@ class LabResult:
     def from_dict(cls, data: dict[str, Any]) -> LabResult:
         return cls(lab=data["lab"], title=data["title"], variant=data["variant"],
                    steps=dict(data["steps"]), error=data["error"],
+                   notes=list(data.get("notes", [])),
                    tests=[TestResult.from_dict(t) for t in data["tests"]])
 
 
@@ -148,6 +151,8 @@ class RunResult:
     started_at: str
     """ISO 8601 UTC timestamp."""
     labs: list[LabResult] = field(default_factory=list)
+    submission: str | None = None
+    """The submission directory graded (kit.py grade --submission), or None for labs/."""
 
     @property
     def score(self) -> float:
@@ -173,7 +178,8 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "seed": self.seed, "variant": self.variant, "device": dict(self.device),
-            "started_at": self.started_at, "score": self.score, "max_score": self.max_score,
+            "started_at": self.started_at, "submission": self.submission,
+            "score": self.score, "max_score": self.max_score,
             "labs": [lab.to_dict() for lab in self.labs],
         }
 
@@ -181,4 +187,5 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         return cls(seed=data["seed"], variant=data["variant"], device=dict(data["device"]),
                    started_at=data["started_at"],
-                   labs=[LabResult.from_dict(lab) for lab in data["labs"]])
+                   labs=[LabResult.from_dict(lab) for lab in data["labs"]],
+                   submission=data.get("submission"))

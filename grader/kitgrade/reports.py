@@ -82,7 +82,8 @@ def seed_text(seed: int) -> str:
 
 
 def run_header(run: RunResult) -> str:
-    return f"kit grade · {run.variant} · {seed_text(run.seed)} · {device_text(run)}"
+    source = f" · submission {run.submission}" if run.submission else ""
+    return f"kit grade · {run.variant}{source} · {seed_text(run.seed)} · {device_text(run)}"
 
 
 def needs_details(test: TestResult) -> bool:
@@ -119,6 +120,7 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
     lines = [run_header(run), ""]
     for lab in run.labs:
         lines.append(paint(f"{lab.lab} · {lab.title} · {lab.variant}", "1"))
+        lines.extend(f"  Note: {note}" for note in lab.notes)
         if lab.error is None:
             step_w = max([len("STEP")] + [len(t.step) for t in lab.tests])
             lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  KIND  {'STATUS':<9}  POINTS")
@@ -134,18 +136,16 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
         details = [t for t in lab.tests if needs_details(t)]
         if details:
             lines.append("  Details:")
-        # Plain "not run" lines are grouped by reason: without a GPU there can be dozens.
-        not_run: dict[str, list[TestResult]] = {}
+        # Tests with the very same details are shown once: without a GPU dozens are "not run",
+        # and a banned library fails every test of a step with one message.
+        groups: dict[str, list[TestResult]] = {}
         for t in details:
-            if t.status is Status.NOT_RUN and not t.output and not measurement_text(t):
-                not_run.setdefault(t.reason, []).append(t)
-                continue
-            text = detail_text(t).splitlines()
-            lines.append(f"    {t.id}: {paint(text[0], _COLOURS[t.status])}")
-            lines.extend(f"        {line}" for line in text[1:])
-        for tests in not_run.values():
+            groups.setdefault(detail_text(t) if not measurement_text(t) else t.id, []).append(t)
+        for tests in groups.values():
+            text = detail_text(tests[0]).splitlines()
             who = tests[0].id if len(tests) == 1 else f"{len(tests)} tests"
-            lines.append(f"    {who}: {paint(describe(tests[0]), _COLOURS[Status.NOT_RUN])}")
+            lines.append(f"    {who}: {paint(text[0], _COLOURS[tests[0].status])}")
+            lines.extend(f"        {line}" for line in text[1:])
         lines.append("")
     lines.append(paint(total_line(run), "1"))
     return "\n".join(lines) + "\n"
@@ -183,7 +183,9 @@ def render_junit(run: RunResult) -> str:
     for lab in run.labs:
         suite = ET.SubElement(root, "testsuite", name=lab.lab, timestamp=run.started_at)
         _properties(suite, {"title": lab.title, "variant": run.variant, "seed": str(run.seed),
-                            "score": fmt_points(lab.score), "max_score": fmt_points(lab.max_score)})
+                            "score": fmt_points(lab.score), "max_score": fmt_points(lab.max_score),
+                            **({"submission": run.submission} if run.submission else {}),
+                            **{f"note.{i}": note for i, note in enumerate(lab.notes, 1)}})
         suite_counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         if lab.error is not None:
             case = ET.SubElement(suite, "testcase", classname=lab.lab, name="lab could not be graded")
@@ -238,7 +240,8 @@ def render_gradescope(run: RunResult) -> str:
                 "status": "passed" if t.status is Status.PASSED else "failed",
                 "output": detail_text(t), "visibility": t.visibility,
             })
-    summary = f"{run_header(run)}\n{total_line(run)}"
+    notes = [f"{lab.lab}: {note}" for lab in run.labs for note in lab.notes]
+    summary = "\n".join([run_header(run), *notes, total_line(run)])
     document = {"score": run.score, "max_score": run.max_score, "output": summary,
                 "visibility": "visible", "tests": tests}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -255,6 +258,8 @@ def render_markdown(run: RunResult) -> str:
     out = ["# CUDA lab kit results", "", _md_cell(run_header(run)), ""]
     for lab in run.labs:
         out += [f"## {_md_cell(f'{lab.lab} · {lab.title}')} ({lab.variant})", ""]
+        if lab.notes:
+            out += [f"> {_md_cell(note)}" for note in lab.notes] + [""]
         if lab.error is None:
             out += ["| Step | Test | Kind | Status | Points |", "| --- | --- | --- | --- | ---: |"]
             for t in lab.tests:

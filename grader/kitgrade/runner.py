@@ -1,8 +1,10 @@
 """Grades labs: lists each binary's tests, runs them, and applies the scoring rules.
 
 Rules enforced here rather than in the binaries, so a student's code cannot bend them:
-correctness tests (host, gpu) of a lab may run in parallel; its perf tests run afterwards,
-one at a time with nothing else running, and only if every correctness test passed.
+a lab's banned libraries are looked for before anything runs, and the tests of the steps a
+found one bans fail without running (kitgrade.bans); the other correctness tests (host, gpu)
+of a lab may run in parallel; its perf tests run afterwards, one at a time with nothing else
+running, and only if every correctness test that ran passed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import protocol
+from . import bans, protocol
 from .manifest import Lab
 from .model import LabResult, RunResult, Status, TestResult
 
@@ -29,10 +31,16 @@ ResultCallback = Callable[[TestResult], None]
 
 @dataclass(frozen=True)
 class LabTarget:
-    """A lab and the binary that grades it; tests point this at a fake binary."""
+    """A lab and the binary that grades it; tests point this at a fake binary.
+
+    `sources` (the student files that were compiled) and `archive` (the student's static
+    library) are what the banned-library check scans; see lab_target().
+    """
 
     lab: Lab
     binary: Path
+    sources: tuple[bans.SourceFile, ...] = ()
+    archive: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,49 @@ def binary_path(bin_dir: Path, lab: Lab, variant: str) -> Path:
 def target_name(lab: Lab, variant: str) -> str:
     """The CMake target (and executable name) that grades `lab` in `variant`."""
     return f"{VARIANT_PREFIX[variant]}_{lab.id}"
+
+
+def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: str | None = None,
+               sources: tuple[bans.SourceFile, ...] | None = None) -> LabTarget:
+    """The binary, student sources and static library of one build of `lab`, as
+    common/cmake/KitLab.cmake lays them out: the student build (labs/), the reference
+    (solutions/ first, then labs/), or the known-wrong submission `wrong` (its edited copy of
+    the solution in the build tree, then labs/). `sources` overrides the files to scan (a
+    submission's own files)."""
+    lab_dir = root / "labs" / lab.id
+    if wrong is not None:
+        binary = build_dir / "bin" / f"wrong_{lab.id}_{wrong}"
+        library = f"lab_{lab.id}_wrong_{wrong}"
+        dirs = [build_dir / "grader" / lab.id / "wrong" / lab.id / wrong, lab_dir]
+    else:
+        binary = binary_path(build_dir / "bin", lab, variant)
+        library = f"lab_{lab.id}_{variant}"
+        dirs = [root / "solutions" / lab.id, lab_dir] if variant == "reference" else [lab_dir]
+    if sources is None:
+        found = []
+        for name in lab.student_files:
+            path = next((d / name for d in dirs if (d / name).is_file()), dirs[-1] / name)
+            found.append(bans.SourceFile(path, _shown(path, root)))
+        sources = tuple(found)
+    return LabTarget(lab, binary, sources, _archive(build_dir, lab, library))
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _archive(build_dir: Path, lab: Lab, library: str) -> Path:
+    """Where CMake puts the static library of target `library` (the lab's build folder)."""
+    name = f"lib{library}.a"
+    expected = build_dir / "grader" / lab.id / name
+    if expected.is_file():
+        return expected
+    found = sorted((build_dir / "grader").rglob(name), key=lambda p: p.stat().st_mtime) \
+        if (build_dir / "grader").is_dir() else []
+    return found[-1] if found else expected
 
 
 def run(targets: Sequence[LabTarget], options: RunOptions,
@@ -85,7 +136,16 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
         by_id[spec.id] = _result(lab, spec, outcome)
         on_result(by_id[spec.id])
 
-    correctness = [s for s in specs if s.kind != "perf"]
+    if lab.banned_libraries:
+        found = bans.check(lab, target.sources, target.archive)
+        result.notes += found.notes
+        for spec in specs:
+            verdict = found.verdict_for(spec.step)
+            if verdict is not None:
+                finish(spec, protocol.Outcome(Status.FAILED, *verdict))
+
+    # Tests failed by a ban never ran, so they neither run now nor close the perf gate.
+    correctness = [s for s in specs if s.kind != "perf" and s.id not in by_id]
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {
             pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout): s
@@ -102,7 +162,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
             raise
 
     gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
-    for spec in (s for s in specs if s.kind == "perf"):
+    for spec in (s for s in specs if s.kind == "perf" and s.id not in by_id):
         if gate_open:
             finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
         else:

@@ -116,17 +116,17 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
     _section(out, "4. Every stub fails its correctness steps")
-    stubs = _grade(labs, bin_dir, "student", seed, args.jobs, build_dir, out)
+    stubs = _grade(root, labs, "student", seed, args.jobs, build_dir, out)
     _expect_all(stubs, "stub fails", lambda t: t.status.is_problem, lambda t: t.kind != "perf",
                 gpu_needed, tally, out)
 
     _section(out, "5. Every solution passes every step")
-    refs = _grade(labs, bin_dir, "reference", seed, args.jobs, build_dir, out)
+    refs = _grade(root, labs, "reference", seed, args.jobs, build_dir, out)
     _expect_all(refs, "solution passes", lambda t: t.status is Status.PASSED, lambda t: True,
                 gpu_needed, tally, out)
 
     _section(out, "6. Wrong submissions lose the right points")
-    _wrong_submissions(root, labs, bin_dir, seed, args.jobs, gpu_needed, tally, out)
+    _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
 
     _section(out, "7. Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
@@ -250,24 +250,24 @@ def _unsigned_verdict_refused(binary: Path, tally: Tally, out: TextIO) -> None:
                   f"(exit {proc.returncode}: {proc.stderr.strip()[:120]})", out)
 
 
-def _grade(labs: list[Lab], bin_dir: Path, variant: str, seed: int, jobs: int, build_dir: Path,
+def _grade(root: Path, labs: list[Lab], variant: str, seed: int, jobs: int, build_dir: Path,
            out: TextIO) -> RunResult:
-    targets = [runner.LabTarget(lab, runner.binary_path(bin_dir, lab, variant)) for lab in labs]
+    targets = [runner.lab_target(root, build_dir, lab, variant) for lab in labs]
     run = runner.run(targets, runner.RunOptions(variant, seed, jobs))
     out.write(reports.render_terminal(run))
     reports.write_reports(run, build_dir / "reports" / f"selftest-{variant}")
     return run
 
 
-def _wrong_submissions(root: Path, labs: list[Lab], bin_dir: Path, seed: int, jobs: int,
+def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                        gpu_needed: bool, tally: Tally, out: TextIO) -> None:
     for lab in labs:
         spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
         if not spec_path.is_file():
             continue
         for sub in json.loads(spec_path.read_text())["submissions"]:
-            binary = bin_dir / f"wrong_{lab.id}_{sub['name']}"
-            run = runner.run([runner.LabTarget(lab, binary)], runner.RunOptions("student", seed, jobs))
+            target = runner.lab_target(root, build_dir, lab, "student", wrong=sub["name"])
+            run = runner.run([target], runner.RunOptions("student", seed, jobs))
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
 
 
@@ -305,10 +305,11 @@ def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: T
         tally.add(ok, label, out)
     failing = [t for t in result.tests if t.status.is_problem]
     told = next((t for t in failing if sub["message"] in t.reason + t.output), None)
-    ok = True if told else (None if any(excused(t) for t in result.tests) else False)
-    if ok is None and gpu_needed:
-        ok = False
-    tally.add(ok, f"{what} is told '{sub['message']}'", out)
+    if sub["loses"] or sub["message"]:  # a correct alternative (loses nothing) is told nothing
+        ok = True if told else (None if any(excused(t) for t in result.tests) else False)
+        if ok is None and gpu_needed:
+            ok = False
+        tally.add(ok, f"{what} is told '{sub['message']}'", out)
     shown = told or (failing[0] if failing else None)
     verdict = (_first_line_with(shown.output or shown.reason, sub["message"]) if shown
                else "every test that ran passed")

@@ -28,6 +28,14 @@ class RealManifestTest(unittest.TestCase):
         self.assertTrue(all(len(s.hints) == 3 for s in lab.steps))
         self.assertEqual(lab.student_files, ("index_math.cuh", "indexing.cu"))
         self.assertEqual(lab.timeout_s, 60)
+        self.assertEqual(lab.banned_libraries, ())
+
+    def test_lab_05_bans_cub_and_thrust_from_its_reduction_steps(self) -> None:
+        lab = load_manifest(REAL_MANIFEST).find_lab("05")
+        assert lab is not None
+        self.assertEqual([(b.name, b.steps) for b in lab.banned_libraries],
+                         [("CUB", ("divergence.2", "divergence.perf")),
+                          ("Thrust", ("divergence.2", "divergence.perf"))])
 
 
 class LookupTest(unittest.TestCase):
@@ -86,6 +94,39 @@ class ValidationTest(unittest.TestCase):
         for mutate, expected in cases:
             with self.subTest(expected=expected):
                 self.assert_rejected(mutate, expected)
+
+    def test_banned_libraries_are_validated(self) -> None:
+        def ban(**fields):  # type: ignore[no-untyped-def]
+            entry = {"name": "CUB", "patterns": ["cub::"], "symbols": ["^cub::"],
+                     "steps": ["alpha.2"], "why": "write it yourself"}
+            entry.update(fields)
+            return lambda d: d["labs"][0].update(banned_libraries=[entry])
+        where = "labs[0].banned_libraries[0]"
+        cases = [
+            (ban(name=""), f"{where}.name: must not be empty"),
+            (ban(why=3), f"{where}.why: expected str"),
+            (ban(patterns="cub::"), f"{where}.patterns: expected list"),
+            (ban(patterns=["("]), f"{where}.patterns[0]: '(' is not a valid regular expression"),
+            (ban(symbols=["ok", ""]), f"{where}.symbols[1]: expected a non-empty string"),
+            (ban(patterns=[], symbols=[]), f"{where}: give at least one of 'patterns'"),
+            (ban(steps=["alpha.9"]), f"{where}.steps[0]: 'alpha.9' is not a step of this lab"),
+            (ban(steps=["alpha.2", "alpha.2"]), f"{where}.steps: duplicate step 'alpha.2'"),
+            (ban(lib="x"), f"{where}.lib: unknown field"),
+            (lambda d: d["labs"][0].update(banned_libraries={}), "labs[0].banned_libraries: expected list"),
+        ]
+        for mutate, expected in cases:
+            with self.subTest(expected=expected):
+                self.assert_rejected(mutate, expected)
+        twice = {"name": "CUB", "patterns": ["cub::"], "why": "w"}
+        self.assert_rejected(lambda d: d["labs"][0].update(banned_libraries=[twice, twice]),
+                             "labs[0].banned_libraries: duplicate library name 'CUB'")
+
+    def test_a_ban_without_steps_covers_every_step(self) -> None:
+        entry = lab_entry("01_alpha")
+        entry["banned_libraries"] = [{"name": "CUB", "symbols": ["cub::"], "why": "w"}]
+        (ban,) = parse_manifest({"labs": [entry]}).labs[0].banned_libraries
+        self.assertEqual((ban.patterns, ban.steps), ((), ()))
+        self.assertTrue(ban.applies_to("alpha.perf"))
 
     def test_unreadable_or_invalid_json_file(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
