@@ -19,6 +19,13 @@
 # solutions/<lab>/ holds only the files a student edits. The reference build searches
 # solutions/<lab>/ before labs/<lab>/, so a solution header replaces the stub's and the lab's given
 # interface header comes from labs/<lab>/.
+#
+# KIT_SUBMISSION_DIR (set by `kit.py grade --submission`, in a build directory of its own): the
+# student build searches KIT_SUBMISSION_DIR/<lab>/ before labs/<lab>/ in the same way, to grade a
+# submission's files instead of labs/. kit.py fills that folder with every lab's student files.
+set(KIT_SUBMISSION_DIR "" CACHE PATH
+    "Student files of a submission, as <dir>/<lab>/<file>, used before labs/ (kit.py grade --submission)")
+
 function(kit_add_lab lab)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "BENCHMARK" "SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${lab})
@@ -29,6 +36,9 @@ function(kit_add_lab lab)
   foreach(variant student reference)
     if(variant STREQUAL "student")
       set(dirs ${lab_dir})
+      if(KIT_SUBMISSION_DIR)
+        set(dirs ${KIT_SUBMISSION_DIR}/${lab} ${lab_dir})
+      endif()
       set(exe grade_${lab})
     else()
       set(dirs ${solution_dir} ${lab_dir})

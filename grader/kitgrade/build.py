@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 FAILURE_TAIL_LINES = 60
+SUBMISSION_VARIABLE = "KIT_SUBMISSION_DIR"
+"""CMake cache variable: where the student build takes student files from before labs/."""
 
 
 class BuildError(Exception):
@@ -22,20 +24,44 @@ class BuildError(Exception):
 
 
 def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: TextIO,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, submission_dir: Path | None = None) -> None:
     """Configures build_dir if it has no CMakeCache.txt, then builds `targets`.
+
+    `submission_dir` is the staging folder of a submission (kitgrade.submission), or None for
+    labs/. It becomes the cache variable KIT_SUBMISSION_DIR; a build directory configured with
+    another value is reconfigured first, so it never builds a previous submission, and never
+    builds a submission when labs/ is asked for.
 
     Build output is streamed to `out`; with quiet it is held back and only its tail is
     shown when the build fails.
     """
     if shutil.which("cmake") is None:
         raise BuildError("cmake not found on PATH")
-    if not (build_dir / "CMakeCache.txt").is_file():
+    wanted = str(submission_dir) if submission_dir is not None else ""
+    submission_flag = [f"-D{SUBMISSION_VARIABLE}={wanted}"] if wanted else []
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
         _run(["cmake", "-S", str(root), "-B", str(build_dir), *generator,
-              "-DCMAKE_BUILD_TYPE=Release"], out, quiet)
+              "-DCMAKE_BUILD_TYPE=Release", *submission_flag], out, quiet)
+    elif cached_value(cache, SUBMISSION_VARIABLE) != wanted:
+        _run(["cmake", "-S", str(root), "-B", str(build_dir), f"-D{SUBMISSION_VARIABLE}={wanted}"],
+             out, quiet)
     _run(["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(os.cpu_count() or 1)],
          out, quiet)
+
+
+def cached_value(cache: Path, name: str) -> str:
+    """The value of `name` in a CMakeCache.txt ("" when it is not there)."""
+    try:
+        lines = cache.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.split(":", 1)[0] == name:
+            return value
+    return ""
 
 
 def _run(argv: list[str], out: TextIO, quiet: bool) -> None:

@@ -1,7 +1,8 @@
 """Command line of the CUDA lab kit grader (``python3 grader/kit.py ...``).
 
-Subcommands: ``list`` (labs and steps), ``hint LAB STEP [--level N]`` (progressive hints)
-and ``grade [LAB ...]`` (build, run every test, print tables, write reports).
+Subcommands: ``list`` (labs and steps), ``hint LAB STEP [--level N]`` (progressive hints),
+``grade [LAB ...] [--submission DIR]`` (build, run every test, print tables, write reports) and
+``batch ROOT [LAB ...] --report-dir OUT`` (grade every submission in ROOT, write scores.csv).
 
 Exit codes of `kit.py grade` (the other commands use 0 and 2 only):
 
@@ -9,7 +10,8 @@ Exit codes of `kit.py grade` (the other commands use 0 and 2 only):
      without a GPU (unless --require-gpu)
   1  at least one test failed, crashed or timed out, or was not run for another reason
   2  usage or configuration error (unknown lab, malformed option, bad labs.json, missing
-     report directory parent); one line on stderr, no report written
+     report directory parent, a --submission directory that is missing or lacks files);
+     one line on stderr, no report written
   3  the build failed, or a lab binary is missing or could not list its tests
   4  --require-gpu was given and some GPU test was not run for lack of a device
   130  interrupted (Ctrl-C); the tests still running are killed, no report is written
@@ -20,6 +22,7 @@ When several apply, the highest-priority one wins, in the order 2, 3, 4, 1.
 from __future__ import annotations
 
 import argparse
+import csv
 import io
 import os
 import secrets
@@ -31,10 +34,11 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import reports, runner, sanitize, selftest, thresholds
-from .build import BuildError, ensure_built
+from . import reports, runner, sanitize, selftest, submission, thresholds
+from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
+from .submission import Submission, SubmissionError
 
 SEED_MAX = 2**32 - 1
 
@@ -132,6 +136,10 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
     parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",
                         help="grade your code (student) or the reference solution")
+    parser.add_argument("--submission", type=Path, metavar="DIR",
+                        help="grade the student files in DIR (DIR/labs/<lab>/<file>, DIR/<lab>/<file>, "
+                             "or DIR/<file> for one lab) instead of labs/; builds in its own "
+                             "directory (default: <repo>/build-submission)")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--seed", type=_seed, help="random seed (default: $KIT_SEED or random)")
     parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
@@ -150,30 +158,37 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
 
 def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     manifest = ctx.manifest()
-    labs = [_find_lab(manifest, name) for name in args.labs] if args.labs else list(manifest.labs)
-    labs = list(dict.fromkeys(labs))  # "01 indexing" names one lab once
+    labs = _select_labs(manifest, args.labs)
+    sub: Submission | None = None
+    if args.submission is not None:
+        if args.variant != "student":
+            raise UsageError("--submission grades a student's files; it cannot be combined with "
+                             "--variant reference")
+        if args.no_build:
+            raise UsageError("--submission builds the submission; it cannot be combined with --no-build")
+        sub = _locate(args.submission, labs, explicit=bool(args.labs))
+        labs = list(sub.labs)
     seed = args.seed if args.seed is not None else _env_seed()
-    build_dir = (args.build_dir or ctx.root / "build").absolute()
+    build_dir = (args.build_dir or ctx.root / (SUBMISSION_BUILD if sub else "build")).absolute()
     report_dir = _report_dir(args.report_dir, build_dir, args.variant)
-    try:
-        thresholds.load(thresholds.thresholds_path(ctx.root))
-    except thresholds.ThresholdsError as err:
-        raise UsageError(str(err)) from err
+    _check_thresholds(ctx)
+    built_for = cached_value(build_dir / "CMakeCache.txt", SUBMISSION_VARIABLE)
+    if args.no_build and built_for:
+        raise UsageError(f"{build_dir} was last built for the submission staged in {built_for}; "
+                         "grade without --no-build (or use another --build-dir)")
 
-    ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}), "
+    source = f", submission {sub.root}" if sub else ""
+    ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
                      f"{reports.seed_text(seed)}\n")
     ctx.stdout.flush()
-    if not args.no_build:
-        try:
-            ensure_built(ctx.root, build_dir, [runner.target_name(lab, args.variant) for lab in labs],
-                         out=ctx.stdout, quiet=args.quiet)
-        except BuildError as err:
-            ctx.stderr.write(f"build failed: {err}\n")
-            return ExitCode.BUILD_OR_BINARY
-
-    targets = [runner.lab_target(ctx.root, build_dir, lab, args.variant) for lab in labs]
     options = runner.RunOptions(args.variant, seed, args.jobs, args.timeout)
-    run = runner.run(targets, options, None if args.quiet else _progress(ctx.stderr))
+    try:
+        run = _build_and_run(ctx, manifest, labs, build_dir, options, sub=sub, quiet=args.quiet,
+                             no_build=args.no_build, build_out=ctx.stdout,
+                             progress=None if args.quiet else _progress(ctx.stderr))
+    except BuildError as err:
+        ctx.stderr.write(f"build failed: {err}\n")
+        return ExitCode.BUILD_OR_BINARY
 
     ctx.stdout.write("\n" + reports.render_terminal(run, reports.use_colour(ctx.stdout)))
     try:
@@ -182,6 +197,46 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"cannot write reports to {report_dir}: {err.strerror}") from err
     ctx.stdout.write("Reports:\n" + "".join(f"  {p}\n" for p in paths))
     return grade_exit_code(run, args.require_gpu)
+
+
+SUBMISSION_BUILD = "build-submission"
+"""Default build directory of --submission and batch, so the build of labs/ is left alone."""
+
+
+def _select_labs(manifest: Manifest, names: Sequence[str]) -> list[Lab]:
+    labs = [_find_lab(manifest, name) for name in names] if names else list(manifest.labs)
+    return list(dict.fromkeys(labs))  # "01 indexing" names one lab once
+
+
+def _locate(directory: Path, labs: Sequence[Lab], explicit: bool) -> Submission:
+    try:
+        return submission.locate(directory, labs, explicit)
+    except SubmissionError as err:
+        raise UsageError(str(err)) from err
+
+
+def _check_thresholds(ctx: Context) -> None:
+    try:
+        thresholds.load(thresholds.thresholds_path(ctx.root))
+    except thresholds.ThresholdsError as err:
+        raise UsageError(str(err)) from err
+
+
+def _build_and_run(ctx: Context, manifest: Manifest, labs: Sequence[Lab], build_dir: Path,
+                   options: runner.RunOptions, *, sub: Submission | None, quiet: bool,
+                   no_build: bool, build_out: TextIO,
+                   progress: Callable[[TestResult], None] | None) -> RunResult:
+    """Stages the submission (if any), builds the graders of `labs`, and grades them.
+    Raises BuildError when the build fails."""
+    staging = submission.stage(sub, manifest.labs, ctx.root, build_dir) if sub else None
+    if not no_build:
+        ensure_built(ctx.root, build_dir, [runner.target_name(lab, options.variant) for lab in labs],
+                     out=build_out, quiet=quiet, submission_dir=staging)
+    targets = [runner.lab_target(ctx.root, build_dir, lab, options.variant,
+                                 sources=sub.sources(lab) if sub else None) for lab in labs]
+    run = runner.run(targets, options, progress)
+    run.submission = str(sub.root) if sub else None
+    return run
 
 
 def grade_exit_code(run: RunResult, require_gpu: bool) -> ExitCode:
@@ -233,6 +288,128 @@ def _exit_code_help() -> str:
     return doc[doc.index("Exit codes of"):].rstrip()
 
 
+# ---------------------------------------------------------------- batch
+
+BATCH_HELP = """Grades each subdirectory of ROOT as one submission (as `grade --submission`
+would), one after the other in one build directory, and writes each submission's reports to
+OUT/<name>/ and one row per submission to OUT/scores.csv: name, total, max, the points of each
+lab, status. A submission that is missing files or does not build gets a row saying so
+(its build log goes to OUT/<name>/build.log) and the batch goes on.
+
+Exit codes: 0 every submission was graded (whatever its score), 2 usage error (nothing
+written), 3 some submission could not be graded (missing files, build failed, grader could not
+run), 4 --require-gpu and some GPU test could not run for lack of a device."""
+
+
+def register_batch(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    parser = subparsers.add_parser(
+        "batch", help="grade every submission in a folder and write scores.csv",
+        description=BATCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", type=Path, metavar="ROOT", help="folder with one subfolder per submission")
+    parser.add_argument("labs", nargs="*", metavar="LAB",
+                        help="labs to grade (default: those each submission has files for)")
+    parser.add_argument("--report-dir", type=Path, required=True, metavar="OUT",
+                        help="where OUT/<name>/ reports and OUT/scores.csv go")
+    parser.add_argument("--build-dir", type=Path,
+                        help=f"CMake build directory (default: <repo>/{SUBMISSION_BUILD})")
+    parser.add_argument("--seed", type=_seed, help="one seed for every submission (default: $KIT_SEED or random)")
+    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
+                        help="correctness tests run in parallel (default: %(default)s)")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S",
+                        help="per-test timeout in seconds (default: per lab in labs.json)")
+    parser.add_argument("--require-gpu", action="store_true",
+                        help="exit 4 if GPU tests could not run for lack of a device")
+    parser.set_defaults(handler=_cmd_batch)
+
+
+def _cmd_batch(args: argparse.Namespace, ctx: Context) -> int:
+    manifest = ctx.manifest()
+    labs = _select_labs(manifest, args.labs)
+    root = args.root.absolute()
+    if not root.is_dir():
+        raise UsageError(f"submissions folder is not a directory: {root}")
+    folders = sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
+                     key=lambda d: d.name)
+    if not folders:
+        raise UsageError(f"submissions folder {root} has no subfolder (one per submission)")
+    out_dir = args.report_dir.absolute()
+    if not out_dir.parent.is_dir():
+        raise UsageError(f"report directory parent does not exist: {out_dir.parent}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"report directory is not a directory: {out_dir}")
+    seed = args.seed if args.seed is not None else _env_seed()
+    build_dir = (args.build_dir or ctx.root / SUBMISSION_BUILD).absolute()
+    _check_thresholds(ctx)
+
+    ctx.stdout.write(f"Batch: {len(folders)} submission(s) in {root}, {reports.seed_text(seed)}\n")
+    ctx.stdout.flush()
+    out_dir.mkdir(exist_ok=True)
+    options = runner.RunOptions("student", seed, args.jobs, args.timeout)
+    columns = [lab.id for lab in labs]
+    rows: list[list[str]] = []
+    code = ExitCode.OK
+    for folder in folders:
+        row, row_code = _grade_submission(ctx, manifest, labs, bool(args.labs), folder,
+                                          out_dir / folder.name, build_dir, options,
+                                          args.require_gpu)
+        rows.append(row)
+        code = _worse(code, row_code)
+        ctx.stdout.write(f"  {folder.name}: {row[1] or '-'}/{row[2] or '-'} ({row[-1]})\n")
+        ctx.stdout.flush()
+        _write_scores(out_dir / "scores.csv", columns, rows)
+    ctx.stdout.write(f"Scores: {out_dir / 'scores.csv'}\n")
+    return code
+
+
+def _grade_submission(ctx: Context, manifest: Manifest, labs: Sequence[Lab], explicit: bool,
+                      folder: Path, out_dir: Path, build_dir: Path, options: runner.RunOptions,
+                      require_gpu: bool) -> tuple[list[str], ExitCode]:
+    """One row of scores.csv (name, total, max, per-lab points..., status) and its exit code."""
+    empty = ["" for _ in labs]
+    try:
+        sub = submission.locate(folder, labs, explicit)
+    except SubmissionError as err:
+        return [folder.name, "", "", *empty, f"not graded: {err}"], ExitCode.BUILD_OR_BINARY
+    log = io.StringIO()
+    try:
+        run = _build_and_run(ctx, manifest, sub.labs, build_dir, options, sub=sub, quiet=True,
+                             no_build=False, build_out=log, progress=None)
+    except BuildError as err:
+        out_dir.mkdir(exist_ok=True)
+        reports.write_atomic(out_dir / "build.log", f"{log.getvalue()}\nbuild failed: {err}\n")
+        return [folder.name, "", "", *empty, "build failed"], ExitCode.BUILD_OR_BINARY
+    reports.write_reports(run, out_dir)
+    graded = {lab.lab: lab for lab in run.labs if lab.error is None}
+    cells = [reports.fmt_points(graded[lab.id].score) if lab.id in graded else "" for lab in labs]
+    row_code = grade_exit_code(run, require_gpu)
+    if run.errors:
+        status = "incomplete: not graded: " + ", ".join(lab.lab for lab in run.errors)
+    elif row_code is ExitCode.NO_GPU:
+        status = "graded without a GPU (GPU tests not run)"
+    else:
+        status = "graded"
+    if row_code is ExitCode.TESTS_FAILED:
+        row_code = ExitCode.OK  # a low score is the submission's result, not a batch failure
+    return ([folder.name, reports.fmt_points(run.score), reports.fmt_points(run.max_score), *cells,
+             status], row_code)
+
+
+def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
+    """The exit code that wins, in the documented order 2, 3, 4, 1, 0."""
+    order = [ExitCode.USAGE, ExitCode.BUILD_OR_BINARY, ExitCode.NO_GPU, ExitCode.TESTS_FAILED,
+             ExitCode.OK]
+    return a if order.index(a) <= order.index(b) else b
+
+
+def _write_scores(path: Path, columns: list[str], rows: list[list[str]]) -> None:
+    """Rewritten after every submission, atomically, so a long batch shows its progress."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["name", "total", "max", *columns, "status"])
+    writer.writerows(rows)
+    reports.write_atomic(path, text.getvalue())
+
+
 # ---------------------------------------------------------------- argument types
 
 def _seed(text: str) -> int:
@@ -280,6 +457,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     register_list,
     register_hint,
     register_grade,
+    register_batch,
     selftest.register,
     sanitize.register,
 )
@@ -307,7 +485,7 @@ def main(argv: Sequence[str] | None = None, *, root: Path | None = None,
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise UsageError("kit.py: a command is required (list, hint, grade...); see --help")
+            raise UsageError("kit.py: a command is required (list, hint, grade, batch...); see --help")
         handler: Handler = args.handler
         return int(handler(args, ctx))
     except (UsageError, ManifestError) as err:

@@ -44,8 +44,12 @@ def make_fake_binary(bin_dir: Path, lab_id: str, variant: str = "student") -> Pa
 
 def make_repo(root: Path, lab_ids: list[str], built: list[str] | None = None,
               variant: str = "student") -> Path:
-    """A repo with grader/labs.json for lab_ids and fake binaries in build/bin for `built`."""
+    """A repo with grader/labs.json for lab_ids, a stub labs/<lab>/a.cu for each, and fake
+    binaries in build/bin for `built`."""
     (root / "grader").mkdir(parents=True)
+    for lab in lab_ids:
+        (root / "labs" / lab).mkdir(parents=True)
+        (root / "labs" / lab / "a.cu").write_text(f"// stub of {lab}\n")
     (root / "grader" / "thresholds.conf").write_text("fake.ratio 0.5 0.8\n")
     (root / "grader" / "labs.json").write_text(
         json.dumps({"labs": [lab_entry(lab) for lab in lab_ids]}))
