@@ -69,4 +69,3 @@ kit::Launch matmul_blocked(unsigned m, unsigned n, unsigned k, const float* d_a,
 }
 
 }  // namespace lab04
-

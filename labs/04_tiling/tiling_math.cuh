@@ -83,4 +83,3 @@ __host__ __device__ inline float load_or_zero(const float* m, unsigned rows, uns
 }
 
 }  // namespace lab04
-
