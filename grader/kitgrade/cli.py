@@ -34,7 +34,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import reports, runner, sanitize, selftest, submission, thresholds
+from . import noise, reports, runner, sanitize, selftest, submission, thresholds
 from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
@@ -460,6 +460,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     register_batch,
     selftest.register,
     sanitize.register,
+    noise.register,
 )
 
 

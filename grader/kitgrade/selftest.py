@@ -12,8 +12,11 @@ What it proves, in order:
 5. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
 6. every known-wrong submission (grader/wrong/<lab>.json) loses the points of the steps it
-   breaks, keeps the others, and gets a message that points at the mistake;
-7. the documentation site builds without a warning.
+   breaks, keeps the others, and gets a message that points at the mistake, and every known-right
+   alternative (an entry named right_*, which loses nothing) gets full marks;
+7. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
+   "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
+8. the documentation site builds without a warning.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. The last line reads
@@ -36,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import reports, runner
+from . import protocol, reports, runner
 from .build import BuildError, ensure_built
 from .manifest import Lab, Step
 from .model import RunResult, Status, TestResult
@@ -128,7 +131,10 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _section(out, "6. Wrong submissions lose the right points")
     _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
 
-    _section(out, "7. Documentation site")
+    _section(out, "7. Racecheck reports the missing barriers")
+    _racecheck(root, labs, build_dir, gpu_needed, tally, out)
+
+    _section(out, "8. Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
     return _finish(tally, out)
 
@@ -269,6 +275,51 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
             target = runner.lab_target(root, build_dir, lab, "student", wrong=sub["name"])
             run = runner.run([target], runner.RunOptions("student", seed, jobs))
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
+
+
+RACECHECK_EXIT = 86
+"""compute-sanitizer's exit code when racecheck reports a hazard (--error-exitcode)."""
+
+
+def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_needed: bool, tally: Tally,
+               out: TextIO) -> None:
+    """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
+    reference with the same filter: hazards in the first, none in the second."""
+    from .sanitize import _toolkit_sanitizer  # the same lookup as `kit.py sanitize`
+
+    cases = []
+    for lab in labs:
+        spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
+        if spec_path.is_file():
+            cases += [(lab, sub) for sub in json.loads(spec_path.read_text())["submissions"]
+                      if sub.get("racecheck")]
+    if not cases:
+        return
+    bin_dir = build_dir / "bin"
+    sanitizer = shutil.which("compute-sanitizer") or _toolkit_sanitizer()
+    device = protocol.query_device(runner.binary_path(bin_dir, cases[0][0], "reference"))
+    if sanitizer is None or not device.get("available"):
+        why = "compute-sanitizer not found" if sanitizer is None else "no CUDA device"
+        for lab, sub in cases:
+            tally.add(False if gpu_needed else None,
+                      f"racecheck on {lab.id} {sub['name']} (not run: {why})", out)
+        out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
+        return
+    for lab, sub in cases:
+        for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub['name']}", True),
+                                    (runner.binary_path(bin_dir, lab, "reference"), False)):
+            argv = [sanitizer, "--tool", "racecheck", "--error-exitcode", str(RACECHECK_EXIT),
+                    str(binary), f"--gtest_filter={sub['racecheck']}"]
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, errors="replace",
+                                  check=False, timeout=600)
+            summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
+                            if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
+            hazard = proc.returncode == RACECHECK_EXIT
+            what = (f"racecheck reports {lab.id} {sub['name']}" if want_hazard
+                    else f"racecheck finds the {lab.id} reference clean on {sub['racecheck']}")
+            tally.add(hazard == want_hazard, what, out)
+            out.write(f"  {binary.name} --gtest_filter={sub['racecheck']}: {summary}\n")
 
 
 def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: Tally,
