@@ -30,22 +30,9 @@ __global__ void matmul_tiled_kernel(unsigned m, unsigned n, unsigned k, const fl
   __shared__ float b_tile[kTile][kTile];  // (kTile rows of k, kTile columns of B)
   const unsigned ty = threadIdx.y, tx = threadIdx.x;
   const unsigned row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
-  // Optional: a block whose tile of C lies wholly inside C needs no bounds checks in the phases
-  // that lie wholly inside k. Same values; about 4% faster at 4096^3 on an H100.
-  const bool inside = row0 + kTile <= m && col0 + kTile <= n;
-
   float sum = 0.0f;
-  const unsigned phases = phase_count(k, kTile);
-  for (unsigned phase = 0; phase < phases; ++phase) {
-    const MatIndex ea = a_tile_element(row0, phase, ty, tx, kTile);
-    const MatIndex eb = b_tile_element(col0, phase, ty, tx, kTile);
-    if (inside && (phase + 1) * kTile <= k) {
-      a_tile[ty][tx] = a[static_cast<std::size_t>(ea.row) * k + ea.col];
-      b_tile[ty][tx] = b[static_cast<std::size_t>(eb.row) * n + eb.col];
-    } else {
-      a_tile[ty][tx] = load_or_zero(a, m, k, ea);
-      b_tile[ty][tx] = load_or_zero(b, k, n, eb);
-    }
+  // One phase's arithmetic, once this thread has copied its element of each tile.
+  auto add_phase = [&] {
     // Barrier 1 (read after write): the loop below reads a whole row of a_tile and a whole column
     // of b_tile, elements that other threads, in other warps, copied. Wait until all are there.
     __syncthreads();
@@ -54,6 +41,25 @@ __global__ void matmul_tiled_kernel(unsigned m, unsigned n, unsigned k, const fl
     // Barrier 2 (write after read): the next phase overwrites both tiles. A fast warp must not do
     // that while a slow warp is still reading this phase's values.
     __syncthreads();
+  };
+  const unsigned phases = phase_count(k, kTile);
+  unsigned phase = 0;
+  // Optional speed-up: when the block's tile of C lies wholly inside C, its full phases (all but a
+  // partial last one) read only elements inside A and B, so they can skip the bounds checks: same
+  // values, about 3% faster at 4096^3 on an H100. Every block and phase reaches the same
+  // barriers either way.
+  const unsigned unchecked = row0 + kTile <= m && col0 + kTile <= n ? k / kTile : 0;
+  for (; phase < unchecked; ++phase) {
+    const MatIndex ea = a_tile_element(row0, phase, ty, tx, kTile);
+    const MatIndex eb = b_tile_element(col0, phase, ty, tx, kTile);
+    a_tile[ty][tx] = a[static_cast<std::size_t>(ea.row) * k + ea.col];
+    b_tile[ty][tx] = b[static_cast<std::size_t>(eb.row) * n + eb.col];
+    add_phase();
+  }
+  for (; phase < phases; ++phase) {
+    a_tile[ty][tx] = load_or_zero(a, m, k, a_tile_element(row0, phase, ty, tx, kTile));
+    b_tile[ty][tx] = load_or_zero(b, k, n, b_tile_element(col0, phase, ty, tx, kTile));
+    add_phase();
   }
   const unsigned row = row0 + ty, col = col0 + tx;
   if (row < m && col < n) c[static_cast<std::size_t>(row) * n + col] = sum;
