@@ -222,6 +222,9 @@ _FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
     "FakeGpu.NeedsAGpu": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
     "FakeGpu.IllegalAddress": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
+    "FakeGpu.KernelDeadlocksOnABarrierInABranch": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
+    "FakeGpu.KernelLoopsForever": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
+    "FakeGpu.FarOutOfBoundsWrite": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
 }
 
 

@@ -114,4 +114,52 @@ KIT_TEST(FakeGpu, IllegalAddress, "fake.3", gpu, 1, "a kernel that writes throug
   KIT_CUDA_CHECK(cudaDeviceSynchronize());  // the fault surfaces here, and sticks to the context
 }
 
+// Two ways a kernel never finishes; the runner must cut the test off at its timeout and still grade
+// the rest. In the first, the first warp waits at a barrier for warps that wait for it (a barrier
+// inside a branch); in the second, every thread spins on a flag nobody sets.
+__global__ void barrier_in_branch_kernel(volatile int* flag) {
+  if (threadIdx.x < 32) {
+    __syncthreads();  // wrong on purpose: the other warps never get here
+    *flag = 1;
+  } else {
+    while (*flag == 0) {
+    }
+  }
+}
+
+__global__ void spin_kernel(volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+
+KIT_TEST(FakeGpu, KernelDeadlocksOnABarrierInABranch, "fake.3", gpu, 1,
+         "a kernel whose barrier sits in a branch that only one warp takes") {
+  if (!armed()) return;
+  kit::DeviceBuffer<int> flag(1);
+  KIT_CUDA_CHECK(cudaMemset(flag.data(), 0, sizeof(int)));
+  barrier_in_branch_kernel<<<1, 64>>>(flag.data());
+  KIT_CHECK_LAUNCH("barrier_in_branch_kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());  // never returns
+}
+
+KIT_TEST(FakeGpu, KernelLoopsForever, "fake.3", gpu, 1, "a kernel that spins on a flag nobody sets") {
+  if (!armed()) return;
+  kit::DeviceBuffer<int> flag(1);
+  KIT_CUDA_CHECK(cudaMemset(flag.data(), 0, sizeof(int)));
+  spin_kernel<<<1, 32>>>(flag.data());
+  KIT_CHECK_LAUNCH("spin_kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());  // never returns
+}
+
+__global__ void write_far_past_the_end_kernel(float* p) { p[(std::size_t(1) << 34) + threadIdx.x] = 1.0f; }
+
+KIT_TEST(FakeGpu, FarOutOfBoundsWrite, "fake.3", gpu, 1,
+         "a kernel that writes 64 GiB past the end of a 16-float buffer") {
+  if (!armed()) return;
+  kit::DeviceBuffer<float> buffer(16);
+  write_far_past_the_end_kernel<<<1, 32>>>(buffer.data());
+  KIT_CHECK_LAUNCH("write_far_past_the_end_kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace
