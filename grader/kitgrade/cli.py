@@ -142,18 +142,23 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
                              "directory (default: <repo>/build-submission)")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--seed", type=_seed, help="random seed (default: $KIT_SEED or random)")
-    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
-                        help="correctness tests run in parallel (default: %(default)s)")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S",
-                        help="per-test timeout in seconds (default: per lab in labs.json)")
+    _add_run_arguments(parser)
     parser.add_argument("--report-dir", type=Path,
                         help="where reports go (default: <build-dir>/reports/<variant>)")
-    parser.add_argument("--require-gpu", action="store_true",
-                        help="exit 4 if GPU tests could not run for lack of a device")
     parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
     parser.add_argument("--quiet", action="store_true",
                         help="no build output (unless it fails) and no per-test progress")
     parser.set_defaults(handler=_cmd_grade)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a grading run that `grade` and `batch` share."""
+    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
+                        help="correctness tests run in parallel (default: %(default)s)")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S",
+                        help="per-test timeout in seconds (default: per lab in labs.json)")
+    parser.add_argument("--require-gpu", action="store_true",
+                        help="exit 4 if GPU tests could not run for lack of a device")
 
 
 def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
@@ -313,12 +318,7 @@ def register_batch(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     parser.add_argument("--build-dir", type=Path,
                         help=f"CMake build directory (default: <repo>/{SUBMISSION_BUILD})")
     parser.add_argument("--seed", type=_seed, help="one seed for every submission (default: $KIT_SEED or random)")
-    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
-                        help="correctness tests run in parallel (default: %(default)s)")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S",
-                        help="per-test timeout in seconds (default: per lab in labs.json)")
-    parser.add_argument("--require-gpu", action="store_true",
-                        help="exit 4 if GPU tests could not run for lack of a device")
+    _add_run_arguments(parser)
     parser.set_defaults(handler=_cmd_batch)
 
 

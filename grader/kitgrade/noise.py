@@ -35,6 +35,10 @@ class PerfSeries:
     threshold: str = ""
     ratios: list[float] = field(default_factory=list)
 
+    def spread(self) -> tuple[float, float, float]:
+        """min, median and max of the ratios (at least one)."""
+        return min(self.ratios), statistics.median(self.ratios), max(self.ratios)
+
 
 @dataclass
 class Study:
@@ -134,8 +138,8 @@ def to_json(study: Study) -> dict[str, Any]:
         "runs": study.runs, "tests_per_run": study.tests_per_run, "problems": study.problems,
         "gpus": sorted(study.gpus),
         "perf": [{"lab": s.lab, "test": s.test, "threshold": s.threshold, "ratios": s.ratios,
-                  "min": min(s.ratios), "median": statistics.median(s.ratios),
-                  "max": max(s.ratios)} for s in study.perf.values() if s.ratios],
+                  **dict(zip(("min", "median", "max"), s.spread()))}
+                 for s in study.perf.values() if s.ratios],
     }
 
 
@@ -151,7 +155,7 @@ def markdown(study: Study) -> str:
     for s in study.perf.values():
         if not s.ratios:
             continue
-        lo, med, hi = min(s.ratios), statistics.median(s.ratios), max(s.ratios)
+        lo, med, hi = s.spread()
         try:
             margin = f"{lo - float(s.threshold):+.3f}"
         except ValueError:

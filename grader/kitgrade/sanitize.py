@@ -40,7 +40,7 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
 
     lab = _find_lab(ctx.manifest(), args.lab)
     build_dir = (args.build_dir or ctx.root / "build").absolute()
-    sanitizer = shutil.which("compute-sanitizer") or _toolkit_sanitizer()
+    sanitizer = find_sanitizer()
     if sanitizer is None:
         ctx.stderr.write("compute-sanitizer not found (it ships with the CUDA toolkit)\n")
         return 3
@@ -63,8 +63,7 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
         test_filter = "*" + ("-" + ":".join(perf) if perf else "")
     if any(c in test_filter for c in "\n\0"):
         raise UsageError("--filter must be one line")
-    argv = [sanitizer, "--tool", args.tool, "--error-exitcode", str(ERROR_EXIT), str(binary),
-            f"--gtest_filter={test_filter}"]
+    argv = command(sanitizer, args.tool, binary, test_filter)
     ctx.stdout.write("$ " + " ".join(argv) + "\n")
     ctx.stdout.flush()
     code = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
@@ -73,6 +72,14 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
     return 0 if code == 0 else 1
 
 
-def _toolkit_sanitizer() -> str | None:
+def find_sanitizer() -> str | None:
+    """compute-sanitizer on PATH, else the one in the usual toolkit folder, else None."""
     candidate = Path("/usr/local/cuda/bin/compute-sanitizer")
-    return str(candidate) if candidate.is_file() else None
+    return shutil.which("compute-sanitizer") or (str(candidate) if candidate.is_file() else None)
+
+
+def command(sanitizer: str, tool: str, binary: Path, test_filter: str) -> list[str]:
+    """The command line that runs `binary`'s tests matching `test_filter` under `tool`; it exits
+    with ERROR_EXIT when the tool reports an error."""
+    return [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), str(binary),
+            f"--gtest_filter={test_filter}"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import protocol, reports, runner
+from . import reports, runner, sanitize
 from .build import BuildError, ensure_built
 from .manifest import Lab, Step
 from .model import RunResult, Status, TestResult
@@ -138,7 +138,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
 
     _section(out, "7. Racecheck reports the missing barriers")
-    _racecheck(root, labs, build_dir, gpu_needed, tally, out)
+    _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out)
 
     _section(out, "8. Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
@@ -286,16 +286,10 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
 
 
-RACECHECK_EXIT = 86
-"""compute-sanitizer's exit code when racecheck reports a hazard (--error-exitcode)."""
-
-
-def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_needed: bool, tally: Tally,
-               out: TextIO) -> None:
+def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool,
+               gpu_needed: bool, tally: Tally, out: TextIO) -> None:
     """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
     reference with the same filter: hazards in the first, none in the second."""
-    from .sanitize import _toolkit_sanitizer  # the same lookup as `kit.py sanitize`
-
     cases = []
     for lab in labs:
         spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
@@ -305,9 +299,8 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_needed: bool, t
     if not cases:
         return
     bin_dir = build_dir / "bin"
-    sanitizer = shutil.which("compute-sanitizer") or _toolkit_sanitizer()
-    device = protocol.query_device(runner.binary_path(bin_dir, cases[0][0], "reference"))
-    if sanitizer is None or not device.get("available"):
+    sanitizer = sanitize.find_sanitizer()
+    if sanitizer is None or not gpu_available:
         why = "compute-sanitizer not found" if sanitizer is None else "no CUDA device"
         for lab, sub in cases:
             tally.add(False if gpu_needed else None,
@@ -317,14 +310,13 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_needed: bool, t
     for lab, sub in cases:
         for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub['name']}", True),
                                     (runner.binary_path(bin_dir, lab, "reference"), False)):
-            argv = [sanitizer, "--tool", "racecheck", "--error-exitcode", str(RACECHECK_EXIT),
-                    str(binary), f"--gtest_filter={sub['racecheck']}"]
+            argv = sanitize.command(sanitizer, "racecheck", binary, sub["racecheck"])
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, errors="replace",
                                   check=False, timeout=600)
             summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-            hazard = proc.returncode == RACECHECK_EXIT
+            hazard = proc.returncode == sanitize.ERROR_EXIT
             what = (f"racecheck reports {lab.id} {sub['name']}" if want_hazard
                     else f"racecheck finds the {lab.id} reference clean on {sub['racecheck']}")
             tally.add(hazard == want_hazard, what, out)
