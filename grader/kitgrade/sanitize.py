@@ -1,18 +1,23 @@
-"""``kit.py sanitize LAB``: runs a lab's grader under NVIDIA compute-sanitizer.
+"""``kit.py sanitize [LAB ...]``: runs labs' graders under NVIDIA compute-sanitizer.
 
 memcheck finds out-of-bounds and misaligned accesses and leaks, racecheck shared-memory data races
 (a missing __syncthreads()), synccheck barriers used wrongly (a __syncthreads() inside a branch),
 initcheck reads of uninitialised device memory. Performance tests are left out: under a sanitizer
 they are slow and their timings mean nothing.
 
-Exit codes: 0 the sanitizer found nothing, 1 it reported errors (or a test failed), 2 usage error,
-3 the build failed or compute-sanitizer / the grader binary is missing.
+Several labs (none named: every lab) and several tools (--tool repeated) run one after the other,
+and a summary lists each run's verdict and time; `sanitize --variant reference --tool memcheck
+--tool racecheck --tool synccheck` checks every reference solution.
+
+Exit codes: 0 the sanitizer found nothing, 1 it reported errors, a test failed or a run timed
+out, 2 usage error, 3 the build failed or compute-sanitizer / the grader binary is missing.
 """
 from __future__ import annotations
 
 import argparse
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from . import protocol, runner
@@ -24,12 +29,16 @@ ERROR_EXIT = 99
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sanitize", help="run a lab's grader under compute-sanitizer",
+        "sanitize", help="run labs' graders under compute-sanitizer",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("lab", help='lab: "01", "01_indexing" or "indexing"')
-    parser.add_argument("--tool", choices=TOOLS, default="memcheck")
+    parser.add_argument("labs", nargs="*", metavar="LAB",
+                        help='labs: "01", "01_indexing" or "indexing" (default: all)')
+    parser.add_argument("--tool", choices=TOOLS, action="append",
+                        help="repeat for several tools, run one after the other (default: memcheck)")
     parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student")
     parser.add_argument("--filter", default="", help="GoogleTest filter (default: every test but perf)")
+    parser.add_argument("--timeout", type=float, default=0,
+                        help="seconds one lab may run under one tool (default: no limit)")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
     parser.set_defaults(handler=_cmd_sanitize)
@@ -38,7 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
     from .cli import UsageError, _find_lab  # late: cli imports this module
 
-    lab = _find_lab(ctx.manifest(), args.lab)
+    manifest = ctx.manifest()
+    labs = [_find_lab(manifest, name) for name in args.labs] or list(manifest.labs)
+    tools = list(dict.fromkeys(args.tool or ["memcheck"]))
+    if any(c in args.filter for c in "\n\0"):
+        raise UsageError("--filter must be one line")
+    if args.timeout < 0:
+        raise UsageError("--timeout must be 0 (no limit) or more")
     build_dir = (args.build_dir or ctx.root / "build").absolute()
     sanitizer = find_sanitizer()
     if sanitizer is None:
@@ -46,30 +61,46 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
         return 3
     if not args.no_build:
         try:
-            ensure_built(ctx.root, build_dir, [runner.target_name(lab, args.variant)], out=ctx.stdout,
-                         quiet=True)
+            ensure_built(ctx.root, build_dir, [runner.target_name(lab, args.variant) for lab in labs],
+                         out=ctx.stdout, quiet=True)
         except BuildError as err:
             ctx.stderr.write(f"build failed: {err}\n")
             return 3
-    binary = runner.binary_path(build_dir / "bin", lab, args.variant)
-    test_filter = args.filter
-    if not test_filter:
-        try:
-            specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps])
-        except protocol.ProtocolError as err:
-            ctx.stderr.write(f"could not list tests of {binary}: {err}\n")
-            return 3
-        perf = [s.id for s in specs if s.kind == "perf"]
-        test_filter = "*" + ("-" + ":".join(perf) if perf else "")
-    if any(c in test_filter for c in "\n\0"):
-        raise UsageError("--filter must be one line")
-    argv = command(sanitizer, args.tool, binary, test_filter)
-    ctx.stdout.write("$ " + " ".join(argv) + "\n")
-    ctx.stdout.flush()
-    code = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
-    verdict = {0: "clean", ERROR_EXIT: f"{args.tool} reported errors"}.get(code, f"tests failed (exit {code})")
-    ctx.stdout.write(f"sanitize {lab.id} ({args.variant}, {args.tool}): {verdict}\n")
-    return 0 if code == 0 else 1
+    rows = []
+    for lab in labs:
+        binary = runner.binary_path(build_dir / "bin", lab, args.variant)
+        test_filter = args.filter
+        if not test_filter:
+            try:
+                specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps])
+            except protocol.ProtocolError as err:
+                ctx.stderr.write(f"could not list tests of {binary}: {err}\n")
+                return 3
+            perf = [s.id for s in specs if s.kind == "perf"]
+            test_filter = "*" + ("-" + ":".join(perf) if perf else "")
+        for tool in tools:
+            argv = command(sanitizer, tool, binary, test_filter)
+            ctx.stdout.write("$ " + " ".join(argv) + "\n")
+            ctx.stdout.flush()
+            started = time.monotonic()
+            try:
+                code = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                                      timeout=args.timeout or None).returncode
+                verdict = {0: "clean", ERROR_EXIT: f"{tool} reported errors"}.get(
+                    code, f"tests failed (exit {code})")
+            except subprocess.TimeoutExpired:
+                code, verdict = None, f"timed out after {args.timeout:g} s"
+            seconds = time.monotonic() - started
+            ctx.stdout.write(f"sanitize {lab.id} ({args.variant}, {tool}): {verdict}\n")
+            rows.append((lab.id, tool, verdict, seconds, code == 0))
+    if len(rows) > 1:
+        ctx.stdout.write(f"\nsanitize summary ({args.variant})\n")
+        width = max(len(r[0]) for r in rows)
+        for lab_id, tool, verdict, seconds, _ in rows:
+            ctx.stdout.write(f"  {lab_id:<{width}}  {tool:<9}  {seconds:7.1f} s  {verdict}\n")
+        clean = sum(r[4] for r in rows)
+        ctx.stdout.write(f"  {clean} of {len(rows)} runs clean\n")
+    return 0 if all(r[4] for r in rows) else 1
 
 
 def find_sanitizer() -> str | None:

@@ -286,6 +286,9 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
 
 
+RACECHECK_TIMEOUT_S = 300
+
+
 def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool,
                gpu_needed: bool, tally: Tally, out: TextIO) -> None:
     """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
@@ -311,14 +314,18 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
         for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub['name']}", True),
                                     (runner.binary_path(bin_dir, lab, "reference"), False)):
             argv = sanitize.command(sanitizer, "racecheck", binary, sub["racecheck"])
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, errors="replace",
-                                  check=False, timeout=600)
+            what = (f"racecheck reports {lab.id} {sub['name']}" if want_hazard
+                    else f"racecheck finds the {lab.id} reference clean on {sub['racecheck']}")
+            try:
+                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, errors="replace",
+                                      check=False, timeout=RACECHECK_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
+                continue
             summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
             hazard = proc.returncode == sanitize.ERROR_EXIT
-            what = (f"racecheck reports {lab.id} {sub['name']}" if want_hazard
-                    else f"racecheck finds the {lab.id} reference clean on {sub['racecheck']}")
             tally.add(hazard == want_hazard, what, out)
             out.write(f"  {binary.name} --gtest_filter={sub['racecheck']}: {summary}\n")
 
