@@ -1,7 +1,9 @@
 #include "kit/test.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 
 namespace kit {
@@ -31,6 +33,12 @@ Random test_random() {
   const std::string name =
       info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("no-test");
   return Random::for_name(name);
+}
+
+bool under_compute_sanitizer() {
+  std::ifstream maps("/proc/self/maps");
+  const std::string text{std::istreambuf_iterator<char>(maps), std::istreambuf_iterator<char>()};
+  return text.find("libsanitizer-collection") != std::string::npos;
 }
 
 void GpuTest::SetUp() {

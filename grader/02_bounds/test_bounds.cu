@@ -9,8 +9,6 @@
 // grids of any size, 4 rejecting invalid launch configurations, perf a grid-stride kernel against
 // the device copy bandwidth. Every output sits between guard regions and starts poisoned, so a
 // write past either end is reported by its offset and an element nothing wrote by its index.
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -327,13 +325,6 @@ KIT_TEST(BoundsHost, ValidateRejectsEachBrokenLimit, "bounds.4", host, 4,
 
 class LaunchConfig : public kit::GpuTest {};
 
-// True when compute-sanitizer has loaded its library into this process (Linux).
-bool under_compute_sanitizer() {
-  std::ifstream maps("/proc/self/maps");
-  const std::string text{std::istreambuf_iterator<char>(maps), std::istreambuf_iterator<char>()};
-  return text.find("libsanitizer-collection") != std::string::npos;
-}
-
 KIT_TEST(LaunchConfig, InvalidConfigurationThrowsBeforeLaunching, "bounds.4", gpu, 2,
          "scale_shift_with_config throws std::invalid_argument for block (2048,1,1), block "
          "(32,32,2), block (1,1,128) and grid (0,1,1) without attempting the launch") {
@@ -398,7 +389,7 @@ KIT_TEST(LaunchConfig, RefusedLaunchThrows, "bounds.4", gpu, 2,
          "validate_launch does not check: 1 MiB of dynamic shared memory per block") {
   // compute-sanitizer reports every launch the GPU refuses as an error, this deliberate one too;
   // the test checks host-side error handling, which the sanitizer has nothing to add to.
-  if (under_compute_sanitizer())
+  if (kit::under_compute_sanitizer())
     GTEST_SKIP() << "not run under compute-sanitizer: it makes the GPU refuse a launch on purpose";
   const unsigned n = 256;
   const ScaleShiftCase c = make_scale_shift_case(n);

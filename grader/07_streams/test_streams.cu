@@ -484,9 +484,12 @@ KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
 // ---- Step 3 -------------------------------------------------------------------------------------
 
 /// What is wrong with the timeline run() returned (empty when nothing is), given the times of
-/// each stage alone over all n elements and the host time run() took.
+/// each stage alone over all n elements and the host time run() took. Without `check_durations`
+/// a stage's length is not compared with its length alone (under compute-sanitizer, where
+/// instrumentation changes every duration).
 std::string timeline_problems(const lab07::Timeline& timeline, std::size_t n, int chunks,
-                              int streams, const StageTimes& alone, double run_ms) {
+                              int streams, const StageTimes& alone, double run_ms,
+                              bool check_durations) {
   constexpr double kEps = 0.002;  // ms: float rounding of event times
   constexpr const char* kNames[] = {"copy-in", "kernel", "copy-out"};
   std::ostringstream out;
@@ -533,7 +536,7 @@ std::string timeline_problems(const lab07::Timeline& timeline, std::size_t n, in
                   << " ms\n";
     }
     const std::size_t size = lab07::chunk_range(n, chunks, c).size();
-    for (int s = 0; s < lab07::kStages && size > 0; ++s) {
+    for (int s = 0; s < lab07::kStages && size > 0 && check_durations; ++s) {
       // A chunk's share of a stage takes at least its share of the stage's time alone (sharing
       // an engine with other chunks only slows it down); half of that leaves room for noise.
       const double least = 0.5 * alone.ms[s] * static_cast<double>(size) / n;
@@ -582,11 +585,17 @@ KIT_TEST_P(EventsTimeline, TimesEveryStageOfEveryChunk, "streams.3", gpu, 2,
   lab07::Timeline timeline;
   const double run_ms = lab07_grader::wall_ms(
       [&] { timeline = pipeline.run(h_in.data(), h_out.data(), n, chunks, w.iterations); });
-  const std::string problems = timeline_problems(timeline, n, chunks, streams, alone, run_ms);
+  const bool sanitized = kit::under_compute_sanitizer();
+  const std::string problems =
+      timeline_problems(timeline, n, chunks, streams, alone, run_ms, !sanitized);
   EXPECT_TRUE(problems.empty()) << "the timeline run() returned is wrong:\n"
                                 << problems << "the timeline as recorded (" << n << " elements, "
                                 << w.iterations << " iterations):\n"
                                 << lab07_grader::render_timeline(timeline, streams);
+  // Skipped, not passed: the durations were not checked.
+  if (sanitized && problems.empty())
+    GTEST_SKIP() << "stage durations not checked under compute-sanitizer (it changes every "
+                    "duration); everything else in the timeline was checked and is right";
 }
 
 INSTANTIATE_TEST_SUITE_P(Chunks, EventsTimeline,

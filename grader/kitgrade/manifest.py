@@ -4,7 +4,9 @@ labs.json lists the labs in order; a lab given by its id is described in grader/
 
 The manifest is the only place the runner learns about labs, so adding a lab is one entry
 there plus its CMake targets. A lab may also ban libraries (``banned_libraries``: cuBLAS in a lab
-about writing a GEMM, CUB in a lab about writing a reduction); kitgrade.bans enforces them. It is validated strictly on load: a typo in a field name or
+about writing a GEMM, CUB in a lab about writing a reduction); kitgrade.bans enforces them.
+It may leave tests out of ``kit.py sanitize`` under one tool (``sanitize_skip``: lab 04's
+2048^3 products under racecheck). It is validated strictly on load: a typo in a field name or
 a step whose id does not belong to its lab would otherwise surface much later as a
 confusing grading result, so every error names the offending field, e.g.
 ``labs.json: labs[0].steps[2].hints: expected a non-empty list of strings``.
@@ -62,6 +64,16 @@ class BannedLibrary:
 
 
 @dataclass(frozen=True)
+class SanitizeSkip:
+    """Tests `kit.py sanitize` leaves out under `tool` unless given a --filter (GoogleTest
+    patterns), and why: too slow under that tool, with their code paths run by smaller tests."""
+
+    tool: str
+    tests: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
 class Lab:
     id: str
     title: str
@@ -69,6 +81,10 @@ class Lab:
     student_files: tuple[str, ...]
     steps: tuple[Step, ...]
     banned_libraries: tuple[BannedLibrary, ...] = ()
+    sanitize_skip: tuple[SanitizeSkip, ...] = ()
+
+    def sanitize_skipped(self, tool: str) -> list[SanitizeSkip]:
+        return [s for s in self.sanitize_skip if s.tool == tool]
 
     @property
     def number(self) -> str:
@@ -152,7 +168,7 @@ def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:
 def _parse_lab(data: Any, where: str) -> Lab:
     fields = _Fields(
         data, where, required={"id", "title", "timeout_s", "student_files", "steps"},
-        optional={"banned_libraries"}
+        optional={"banned_libraries", "sanitize_skip"}
     )
     lab_id = fields.get("id", str)
     if not _LAB_ID.match(lab_id):
@@ -175,8 +191,26 @@ def _parse_lab(data: Any, where: str) -> Lab:
     bans = tuple(_parse_ban(item, f"{where}.banned_libraries[{i}]", [s.id for s in steps])
                  for i, item in enumerate(bans_data))
     _check_unique([b.name for b in bans], f"{where}.banned_libraries", "library name")
+    skips = tuple(_parse_sanitize_skip(item, f"{where}.sanitize_skip[{i}]")
+                  for i, item in enumerate(fields.get("sanitize_skip", list, default=[])))
     return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
-               tuple(files), steps, bans)
+               tuple(files), steps, bans, skips)
+
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def _parse_sanitize_skip(data: Any, where: str) -> SanitizeSkip:
+    fields = _Fields(data, where, required={"tool", "tests", "why"}, optional=set())
+    tool = fields.get("tool", str)
+    if tool not in SANITIZER_TOOLS:
+        raise ManifestError(f"{where}.tool: {tool!r} is not one of {', '.join(SANITIZER_TOOLS)}")
+    tests = fields.get("tests", list)
+    if not tests or not all(isinstance(p, str) and p and not set(p) & set(":-\n\0 ")
+                            for p in tests):
+        raise ManifestError(f"{where}.tests: expected a non-empty list of GoogleTest patterns "
+                            "(no ':', '-' or spaces)")
+    return SanitizeSkip(tool, tuple(tests), _non_empty(fields.get("why", str), f"{where}.why"))
 
 
 def _parse_ban(data: Any, where: str, step_ids: list[str]) -> BannedLibrary:

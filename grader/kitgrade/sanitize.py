@@ -3,7 +3,8 @@
 memcheck finds out-of-bounds and misaligned accesses and leaks, racecheck shared-memory data races
 (a missing __syncthreads()), synccheck barriers used wrongly (a __syncthreads() inside a branch),
 initcheck reads of uninitialised device memory. Performance tests are left out: under a sanitizer
-they are slow and their timings mean nothing.
+they are slow and their timings mean nothing. So are the tests a lab's lab.json lists under
+"sanitize_skip" for a tool (each with its reason), unless --filter names the tests to run.
 
 Several labs (none named: every lab) and several tools (--tool repeated) run one after the other,
 and a summary lists each run's verdict and time; `sanitize --variant reference --tool memcheck
@@ -22,8 +23,9 @@ from pathlib import Path
 
 from . import protocol, runner
 from .build import BuildError, ensure_built
+from .manifest import SANITIZER_TOOLS
 
-TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+TOOLS = SANITIZER_TOOLS
 ERROR_EXIT = 99
 
 
@@ -69,16 +71,23 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
     rows = []
     for lab in labs:
         binary = runner.binary_path(build_dir / "bin", lab, args.variant)
-        test_filter = args.filter
-        if not test_filter:
+        perf: list[str] = []
+        if not args.filter:
             try:
                 specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps])
             except protocol.ProtocolError as err:
                 ctx.stderr.write(f"could not list tests of {binary}: {err}\n")
                 return 3
             perf = [s.id for s in specs if s.kind == "perf"]
-            test_filter = "*" + ("-" + ":".join(perf) if perf else "")
         for tool in tools:
+            test_filter = args.filter
+            if not test_filter:
+                left_out = perf[:]
+                for skip in lab.sanitize_skipped(tool):
+                    ctx.stdout.write(f"{lab.id} under {tool} leaves out {', '.join(skip.tests)}: "
+                                     f"{skip.why}\n")
+                    left_out += skip.tests
+                test_filter = "*" + ("-" + ":".join(left_out) if left_out else "")
             argv = command(sanitizer, tool, binary, test_filter)
             ctx.stdout.write("$ " + " ".join(argv) + "\n")
             ctx.stdout.flush()

@@ -121,6 +121,29 @@ class ValidationTest(unittest.TestCase):
         self.assert_rejected(lambda d: d["labs"][0].update(banned_libraries=[twice, twice]),
                              "labs[0].banned_libraries: duplicate library name 'CUB'")
 
+    def test_sanitize_skips_are_validated(self) -> None:
+        def skip(**fields):  # type: ignore[no-untyped-def]
+            entry = {"tool": "racecheck", "tests": ["Large.*"], "why": "slow"}
+            entry.update(fields)
+            return lambda d: d["labs"][0].update(sanitize_skip=[entry])
+        where = "labs[0].sanitize_skip[0]"
+        cases = [
+            (skip(tool="helgrind"), f"{where}.tool: 'helgrind' is not one of memcheck"),
+            (skip(tests=[]), f"{where}.tests: expected a non-empty list of GoogleTest patterns"),
+            (skip(tests=["A.*:B.*"]), f"{where}.tests: expected a non-empty list"),
+            (skip(tests=["-A.*"]), f"{where}.tests: expected a non-empty list"),
+            (skip(why=""), f"{where}.why: must not be empty"),
+            (skip(tset=["x"]), f"{where}.tset: unknown field"),
+        ]
+        for mutate, expected in cases:
+            with self.subTest(expected=expected):
+                self.assert_rejected(mutate, expected)
+        entry = lab_entry("01_alpha")
+        entry["sanitize_skip"] = [{"tool": "racecheck", "tests": ["Large.*"], "why": "slow"}]
+        lab = parse_manifest({"labs": [entry]}).labs[0]
+        self.assertEqual([s.tests for s in lab.sanitize_skipped("racecheck")], [("Large.*",)])
+        self.assertEqual(lab.sanitize_skipped("memcheck"), [])
+
     def test_a_ban_without_steps_covers_every_step(self) -> None:
         entry = lab_entry("01_alpha")
         entry["banned_libraries"] = [{"name": "CUB", "symbols": ["cub::"], "why": "w"}]

@@ -8,6 +8,7 @@ Run all runner tests from the repository root:
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tempfile
@@ -76,6 +77,23 @@ class SanitizeTest(unittest.TestCase):
         self.assertIn("sanitize 01_alpha (reference, initcheck): tests failed (exit 1)", out)
         self.assertIn("sanitize summary (reference)", out)
         self.assertIn("2 of 8 runs clean", out)
+
+    def test_lab_json_leaves_slow_tests_out_under_one_tool(self) -> None:
+        manifest = self.root / "grader" / "labs.json"
+        data = json.loads(manifest.read_text())
+        data["labs"][0]["sanitize_skip"] = [
+            {"tool": "racecheck", "tests": ["Big.*", "Huge.One"], "why": "minutes under racecheck"}]
+        manifest.write_text(json.dumps(data))
+        self.sanitize("01", "--tool", "memcheck", "--tool", "racecheck")
+        memcheck, racecheck = self.calls()
+        self.assertTrue(memcheck.endswith("--gtest_filter=*-Perf.Saxpy"), memcheck)
+        self.assertTrue(racecheck.endswith("--gtest_filter=*-Perf.Saxpy:Big.*:Huge.One"), racecheck)
+        _, out, _ = self.sanitize("01", "--tool", "racecheck", "--filter", "Big.*")
+        self.assertTrue(self.calls()[-1].endswith("--gtest_filter=Big.*"))  # asked for: run
+        self.assertNotIn("leaves out", out)
+        _, out, _ = self.sanitize("01", "--tool", "racecheck")
+        self.assertIn("01_alpha under racecheck leaves out Big.*, Huge.One: minutes under racecheck",
+                      out)
 
     def test_usage_errors_are_2(self) -> None:
         for argv, message in ((["nope"], "unknown lab 'nope'"),
