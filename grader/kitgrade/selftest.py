@@ -60,11 +60,13 @@ class Tally:
     failed: int = 0
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)
 
     def add(self, ok: bool | None, what: str, out: TextIO) -> None:
         """ok None means not run (no GPU, no Doxygen): a skip, never a pass."""
         if ok is None:
             self.skipped += 1  # listed in the grade tables; one summary line at the end
+            self.skips.append(what)
         elif ok:
             self.passed += 1
         else:
@@ -248,6 +250,9 @@ def _fake_lab(bin_dir: Path, seed: int, jobs: int, gpu_needed: bool, tally: Tall
             ok = False if gpu_needed else None  # a GPU check that could not run
         tally.add(ok, f"fake test {test_id}: {want.value} expected, got {test.status.value} "
                       f"({test.reason})", out)
+        if ok:
+            out.write(f"  {test_id}: {test.status.value}"
+                      f"{' — ' + _verdict_line(test, text) if test.reason or text else ''}\n")
     tally.add(set(seen) == set(_FAKE_EXPECTED), "every fake test has an expectation", out)
     _unsigned_verdict_refused(bin_dir / "kit_fake_lab", tally, out)
 
@@ -287,6 +292,7 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
 
 
 RACECHECK_TIMEOUT_S = 300
+SKIPS_LISTED = 10  # the final summary names the skipped checks when there are this few
 
 
 def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool,
@@ -370,9 +376,16 @@ def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: T
             ok = False
         tally.add(ok, f"{what} is told '{sub['message']}'", out)
     shown = told or (failing[0] if failing else None)
-    verdict = (_first_line_with(shown.output or shown.reason, sub["message"]) if shown
-               else "every test that ran passed")
+    verdict = _verdict_line(shown, sub["message"]) if shown else "every test that ran passed"
     out.write(f"  {lab.id}/{sub['name']}: {result.score:g}/{result.max_score:g} — {verdict}\n")
+
+
+def _verdict_line(test: TestResult, needle: str) -> str:
+    """What a test was told, for the log: its reason when that carries `needle` (a timeout, a
+    crash), else the line of its output that does."""
+    if needle and needle in test.reason:
+        return test.reason[:160]
+    return _first_line_with(test.output or test.reason, needle)
 
 
 def _first_line_with(text: str, needle: str) -> str:
@@ -416,6 +429,8 @@ def _finish(tally: Tally, out: TextIO) -> int:
     if tally.skipped:
         out.write(f"\n{tally.skipped} checks not run (no CUDA device, or no Doxygen): skipped, "
                   "not passed; --require-gpu / --require-docs make them failures\n")
+        if tally.skipped <= SKIPS_LISTED:
+            out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")
     out.flush()
     return 0 if tally.failed == 0 else 1
