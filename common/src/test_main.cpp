@@ -64,6 +64,7 @@ const char* kind_name(kit::Kind kind) {
   switch (kind) {
     case kit::Kind::host: return "host";
     case kit::Kind::gpu: return "gpu";
+    case kit::Kind::timed: return "timed";
     case kit::Kind::perf: return "perf";
   }
   return "host";

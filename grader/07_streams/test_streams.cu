@@ -563,7 +563,7 @@ std::string timeline_problems(const lab07::Timeline& timeline, std::size_t n, in
 
 class EventsTimeline : public kit::GpuTestWithParam<PipelineCase> {};
 
-KIT_TEST_P(EventsTimeline, TimesEveryStageOfEveryChunk, "streams.3", gpu, 2,
+KIT_TEST_P(EventsTimeline, TimesEveryStageOfEveryChunk, "streams.3", timed, 2,
            "run() returns one time entry per chunk: measured from chunk 0's copy-in, stages in "
            "stream order, each as long as its work needs, all within the call") {
   const std::size_t n = GetParam().n;

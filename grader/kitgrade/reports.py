@@ -123,11 +123,11 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
         lines.extend(f"  Note: {note}" for note in lab.notes)
         if lab.error is None:
             step_w = max([len("STEP")] + [len(t.step) for t in lab.tests])
-            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  KIND  {'STATUS':<9}  POINTS")
+            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  {'KIND':<5}  {'STATUS':<9}  POINTS")
             for t in lab.tests:
                 status = paint(f"{t.status.value:<9}", _COLOURS[t.status])
                 lines.append(f"  {t.step:<{step_w}}  {_truncate(t.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"
-                             f"  {t.kind:<4}  {status}  {fraction(t.score, t.points):>6}")
+                             f"  {t.kind:<5}  {status}  {fraction(t.score, t.points):>6}")
             lines.append("  Steps:")
             for sub in lab.subtotals():
                 lines.append(f"    {sub.step:<{step_w}}  {_truncate(sub.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"

@@ -3,8 +3,9 @@
 Rules enforced here rather than in the binaries, so a student's code cannot bend them:
 a lab's banned libraries are looked for before anything runs, and the tests of the steps a
 found one bans fail without running (kitgrade.bans); the other correctness tests (host, gpu)
-of a lab may run in parallel; its perf tests run afterwards, one at a time with nothing else
-running, and only if every correctness test that ran passed.
+of a lab may run in parallel, except its timed ones (correctness judged by durations, which a
+test beside them would disturb): those run afterwards, one at a time; its perf tests run last,
+one at a time with nothing else running, and only if every correctness test that ran passed.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {
             pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout): s
-            for s in correctness
+            for s in correctness if s.kind != "timed"
         }
         try:
             for future in as_completed(futures):
@@ -160,6 +161,9 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
             pool.shutdown(wait=False, cancel_futures=True)
             protocol.kill_running()
             raise
+
+    for spec in (s for s in correctness if s.kind == "timed"):
+        finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
 
     gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
     for spec in (s for s in specs if s.kind == "perf" and s.id not in by_id):

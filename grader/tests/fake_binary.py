@@ -15,6 +15,7 @@ Environment:
     FAKE_TESTS_<LAB>      the same for one lab only, e.g. FAKE_TESTS_01_ALPHA
     FAKE_GPU=1            pretend a GPU is present
     FAKE_LIST             "fail" (exit 2), "garbage" (not JSON) or "wrong_variant"
+    FAKE_TIMED_FAILS      1: the timed test fails
     FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
     FAKE_PERF_RATIO       ratio the perf test measures (default 0.91; threshold 0.60)
 """
@@ -46,6 +47,7 @@ TESTS = {
     "wrong_key": ("Forger.SignsWithAGuess", "3", "host", 1, "signs a passing verdict with a guessed key"),
     "tampered": ("Forger.EditsTheVerdict", "3", "host", 1, "fails, then edits the signed verdict to pass"),
     "litter": ("Litter.WritesReports", "3", "host", 1, "writes forged reports into its working directory"),
+    "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
 }
 
@@ -111,9 +113,11 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         return "COMPLETED", [], props
     if key == "fail":
         return "COMPLETED", [FAILURE], props
-    if key in ("gpu", "param", "perf") and not gpu:
+    if key in ("gpu", "param", "timed", "perf") and not gpu:
         return "SKIPPED", [], {**props, "not_run": "no CUDA device"}
-    if key in ("gpu", "param"):
+    if key == "timed" and os.environ.get("FAKE_TIMED_FAILS") == "1":
+        return "COMPLETED", ["timeline.cu:7\nchunk 1's copy-in took 0.01 ms"], props
+    if key in ("gpu", "param", "timed"):
         return "COMPLETED", [], {**props, "gpu": "Fake H100"}
     if key == "perf":
         ratio = float(os.environ.get("FAKE_PERF_RATIO", "0.91"))

@@ -80,7 +80,7 @@ class EveryVerdictTest(unittest.TestCase):
     def test_hang_times_out_quickly_and_others_are_still_graded(self) -> None:
         self.check("Hang.Sleeps", Status.TIMED_OUT, "timed out after 2 s")
         self.assertLess(self.elapsed, 8.0)
-        self.assertEqual(len(self.lab.tests), 16)
+        self.assertEqual(len(self.lab.tests), 17)
 
     def test_a_forged_verdict_is_not_believed(self) -> None:
         self.check("Forger.WritesAPass", Status.CRASHED,
@@ -119,9 +119,9 @@ class EveryVerdictTest(unittest.TestCase):
         steps = [t.step for t in self.lab.tests]
         self.assertEqual(steps, sorted(steps, key=["alpha.1", "alpha.2", "alpha.3", "alpha.perf"].index))
         subtotals = {s.step: (s.score, s.max_score) for s in self.lab.subtotals()}
-        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (1, 10),
+        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (3, 12),
                                      "alpha.perf": (0, 4)})
-        self.assertEqual((self.lab.score, self.lab.max_score), (7, 23))
+        self.assertEqual((self.lab.score, self.lab.max_score), (9, 25))
 
 
 class PerfAndDeviceTest(unittest.TestCase):
@@ -142,6 +142,27 @@ class PerfAndDeviceTest(unittest.TestCase):
         perf_start = next(float(t) for kind, name, t in events if kind == "start" and name == "Perf.Saxpy")
         others_end = max(float(t) for kind, name, t in events if kind == "end" and name != "Perf.Saxpy")
         self.assertGreater(perf_start, others_end)
+
+    def test_timed_tests_run_one_at_a_time_after_the_others_and_before_perf(self) -> None:
+        log = self.tmp / "events.log"
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,timed,param,perf", FAKE_LOG=str(log)):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
+        timed = "Timeline.StagesLastAsLongAsTheirWork"
+        self.assertEqual(next(t.kind for t in lab.tests if t.id == timed), "timed")
+        events = [line.split() for line in log.read_text().splitlines()]
+        at = {(kind, name): float(t) for kind, name, t in events}
+        parallel_end = max(float(t) for kind, name, t in events
+                           if kind == "end" and name not in (timed, "Perf.Saxpy"))
+        self.assertGreater(at[("start", timed)], parallel_end)
+        self.assertGreater(at[("start", "Perf.Saxpy")], at[("end", timed)])
+
+    def test_a_failing_timed_test_closes_the_perf_gate(self) -> None:
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,timed,perf", FAKE_TIMED_FAILS="1"):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        self.assertEqual([t.status for t in lab.tests],
+                         [Status.PASSED, Status.FAILED, Status.NOT_RUN])
+        self.assertEqual(lab.tests[-1].reason, runner.PERF_GATE_REASON)
 
     def test_slow_perf_fails(self) -> None:
         with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,perf", FAKE_PERF_RATIO="0.30"):
@@ -238,7 +259,7 @@ class ListingValidationTest(unittest.TestCase):
 
     def test_rejections(self) -> None:
         cases: list[tuple[dict[str, Any], str]] = [
-            ({"kind": "cpu"}, "tests[0].kind: 'cpu' is not one of host, gpu, perf"),
+            ({"kind": "cpu"}, "tests[0].kind: 'cpu' is not one of host, gpu, timed, perf"),
             ({"step": "alpha.9"}, "tests[0].step: 'alpha.9' is not a step"),
             ({"id": "Suite.*"}, "tests[0].id"),
             ({"id": "NoDot"}, "tests[0].id"),

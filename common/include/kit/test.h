@@ -29,9 +29,12 @@
 
 namespace kit {
 
-/// What a test needs: `host` runs anywhere; `gpu` checks correctness on a GPU; `perf` measures
-/// against a ceiling and scores only when every correctness test of its lab passed.
-enum class Kind { host, gpu, perf };
+/// What a test needs: `host` runs anywhere; `gpu` checks correctness on a GPU; `timed` checks
+/// correctness on a GPU by comparing durations (e.g. a stage is as long as its work needs), so the
+/// runner runs it on its own, after the host and gpu tests, never beside another test; `perf`
+/// measures against a ceiling, also on its own, and scores only when every correctness test
+/// (host, gpu, timed) of its lab passed.
+enum class Kind { host, gpu, timed, perf };
 
 /// The grading metadata of one test (or one parameterized test pattern).
 struct TestMeta {
@@ -127,8 +130,8 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
   [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                \
       ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title})
 
-/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, perf), points and
-/// a human title, declared together.
+/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf),
+/// points and a human title, declared together.
 #define KIT_TEST(Fixture, Name, step, kind, points, title)      \
   KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title); \
   TEST_F(Fixture, Name)
