@@ -383,7 +383,7 @@ def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: T
 def _verdict_line(test: TestResult, needle: str) -> str:
     """What a test was told, for the log: its reason when that carries `needle` (a timeout, a
     crash), else the line of its output that does."""
-    if needle and needle in test.reason:
+    if test.reason and needle in test.reason:  # an empty needle: any reason there is
         return test.reason[:160]
     return _first_line_with(test.output or test.reason, needle)
 
