@@ -15,7 +15,6 @@ from typing import Any
 KINDS = ("host", "gpu", "timed", "perf")
 """host: runs anywhere; gpu: correctness on a GPU; timed: correctness on a GPU judged by durations
 (run one at a time); perf: measured against a ceiling (one at a time, gated on correctness)."""
-"""host and gpu tests check correctness; perf tests only run once those all pass."""
 
 NO_DEVICE_REASON = "no CUDA device"
 """The not_run reason a GPU test reports when the machine has no usable GPU."""

@@ -25,7 +25,6 @@ from . import protocol, runner
 from .build import BuildError, ensure_built
 from .manifest import SANITIZER_TOOLS
 
-TOOLS = SANITIZER_TOOLS
 ERROR_EXIT = 99
 
 
@@ -35,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("labs", nargs="*", metavar="LAB",
                         help='labs: "01", "01_indexing" or "indexing" (default: all)')
-    parser.add_argument("--tool", choices=TOOLS, action="append",
+    parser.add_argument("--tool", choices=SANITIZER_TOOLS, action="append",
                         help="repeat for several tools, run one after the other (default: memcheck)")
     parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student")
     parser.add_argument("--filter", default="", help="GoogleTest filter (default: every test but perf)")
