@@ -16,6 +16,16 @@
 #   wrong_NN_name_<mistake>                        the grader linked with each known-wrong submission
 #                                                  described in grader/wrong/NN_name.json
 #
+# The instructor-only parts are optional, so that a student edition (the kit without solutions/,
+# grader/wrong/, grader/selftest/ and grader/*/hidden/) configures without them: the reference
+# targets exist only when solutions/<lab>/ does, the known-wrong submissions only when both
+# solutions/<lab>/ and grader/wrong/<lab>.json do.
+#
+# Hidden tests: every .cu and .cpp file in grader/<lab>/hidden/ is compiled into the lab's graders
+# (grade_, reference_ and wrong_), next to TESTS. They declare themselves with KIT_HIDDEN_TEST
+# (kit/test.h) and are graded with the lab's hidden_visibility (lab.json). The folder stays out of
+# a student edition; a file added to it reconfigures the build.
+#
 # solutions/<lab>/ holds only the files a student edits. The reference build searches
 # solutions/<lab>/ before labs/<lab>/, so a solution header replaces the stub's and the lab's given
 # interface header comes from labs/<lab>/.
@@ -33,7 +43,14 @@ function(kit_add_lab lab)
   set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
 
   list(TRANSFORM arg_TESTS PREPEND ${grader_dir}/ OUTPUT_VARIABLE tests)
-  foreach(variant student reference)
+  file(GLOB hidden_tests CONFIGURE_DEPENDS ${grader_dir}/hidden/*.cu ${grader_dir}/hidden/*.cpp)
+  list(SORT hidden_tests)
+  list(APPEND tests ${hidden_tests})
+  set(variants student)
+  if(IS_DIRECTORY ${solution_dir})
+    list(APPEND variants reference)
+  endif()
+  foreach(variant IN LISTS variants)
     if(variant STREQUAL "student")
       set(dirs ${lab_dir})
       if(KIT_SUBMISSION_DIR)
@@ -59,8 +76,10 @@ function(kit_add_lab lab)
       target_compile_definitions(${bench} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
     endif()
   endforeach()
-  kit_add_wrong_submissions(${lab} "${arg_SOURCES}" "${tests}" "${arg_LIBRARIES}"
-                            "${arg_GRADER_LIBRARIES}")
+  if(IS_DIRECTORY ${solution_dir})
+    kit_add_wrong_submissions(${lab} "${arg_SOURCES}" "${tests}" "${arg_LIBRARIES}"
+                              "${arg_GRADER_LIBRARIES}")
+  endif()
   set_property(GLOBAL APPEND PROPERTY KIT_LABS ${lab})
 endfunction()
 
@@ -86,6 +105,9 @@ function(kit_lab_build lab variant lib exe)
   target_link_libraries(${lib} PUBLIC kit_common ${arg_LIBRARIES})
   target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
   add_executable(${exe} ${arg_TESTS})
+  # The lab's grader folder, so a hidden test (grader/<lab>/hidden/) includes the grader's headers
+  # as the visible tests next to them do.
+  target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/grader/${lab})
   target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
   target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
   target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)

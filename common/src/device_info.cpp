@@ -32,6 +32,29 @@ int current_sm_clock_mhz(int device) {
   return mhz;
 }
 
+// "12.2" from a CUDA version number such as 12020 (cudaDriverGetVersion, cudaRuntimeGetVersion).
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+// Why the runtime found no usable device, in words that say what to do. Without the NVIDIA driver
+// the runtime reports "CUDA driver version is insufficient for CUDA runtime version", which sends
+// a student to update a driver they do not have; with a driver older than the kit's toolkit, the
+// same error, which names neither version.
+std::string no_device_reason(cudaError_t status) {
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+  if (status == cudaSuccess || status == cudaErrorNoDevice) return kNoDeviceReason;
+  if (driver == 0) return std::string(kNoDeviceReason) + " (no NVIDIA driver found)";
+  if (status == cudaErrorInsufficientDriver && runtime > driver) {
+    const std::string have = cuda_version_text(driver), built = cuda_version_text(runtime);
+    return "the NVIDIA driver supports CUDA " + have + " but the kit was built with CUDA " + built +
+           ": update the driver, or build with a toolkit no newer than " + have;
+  }
+  return cudaGetErrorString(status);
+}
+
 std::string json_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -49,7 +72,7 @@ DeviceInfo query_device(int device) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count <= device) {
-    info.reason = status != cudaSuccess ? std::string(cudaGetErrorString(status)) : "no CUDA device";
+    info.reason = no_device_reason(status);
     cudaGetLastError();  // clear, so later checks do not inherit this error
     return info;
   }
@@ -96,7 +119,10 @@ std::string to_json(const DeviceInfo& info) {
 }
 
 std::string summary(const DeviceInfo& info) {
-  if (!info.available) return "no CUDA device (" + info.reason + ")";
+  if (!info.available) {
+    if (info.reason.rfind(kNoDeviceReason, 0) == 0) return info.reason;  // says it already
+    return std::string(kNoDeviceReason) + " (" + info.reason + ")";
+  }
   std::ostringstream out;
   out << info.name << ", sm_" << info.cc_major << info.cc_minor << ", " << info.sms
       << " SMs, SM clock ";

@@ -1,6 +1,7 @@
 // main() of every grader binary. Besides the usual GoogleTest flags it answers two questions for
 // the runner (grader/kit.py) without running any test:
-//   --kit_list    the tests with their lab step, kind, points and title, as JSON
+//   --kit_list    the tests with their lab step, kind, points, title and whether each is hidden
+//                 (instructor only, KIT_HIDDEN_TEST), as JSON
 //   --kit_device  the GPU this binary would run on, as JSON
 // and, when the runner grades a test, writes the verdict it trusts:
 //   --kit_verdict=PATH   after the tests ran, write their results to PATH, signed with the run key
@@ -107,7 +108,8 @@ int list_tests() {
         title += " [" + test_name.substr(test_name.find('/') + 1) + "]";
       out << (first ? "" : ", ") << "{\"id\": " << json_string(suite_name + "." + test_name)
           << ", \"step\": " << json_string(meta->step) << ", \"kind\": \"" << kind_name(meta->kind)
-          << "\", \"points\": " << meta->points << ", \"title\": " << json_string(title) << "}";
+          << "\", \"points\": " << meta->points << ", \"title\": " << json_string(title)
+          << ", \"hidden\": " << (meta->hidden ? "true" : "false") << "}";
       first = false;
     }
   }

@@ -734,9 +734,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TransposePadded, kTransposeShapes, shape_name);
 // strides by `rows` floats.
 __global__ void grader_naive_transpose_kernel(unsigned rows, unsigned cols, const float* __restrict__ in,
                                               float* __restrict__ out) {
-  const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
-  if (row < rows && col < cols) out[std::size_t(col) * rows + row] = in[std::size_t(row) * cols + col];
+  const unsigned col = threadIdx.x + blockIdx.x * blockDim.x;
+  const unsigned row = threadIdx.y + blockIdx.y * blockDim.y;
+  if (col < cols && row < rows) out[std::size_t(col) * rows + row] = in[std::size_t(row) * cols + col];
 }
 
 void grader_naive_transpose(unsigned rows, unsigned cols, const float* in, float* out, cudaStream_t stream) {
@@ -770,8 +770,8 @@ void grader_bad_matmul(unsigned m, unsigned n, unsigned k, const float* a, const
 // seconds): C and sum |a b| per element.
 __global__ void grader_double_matmul_kernel(unsigned m, unsigned n, unsigned k, const float* a,
                                             const float* b, double* c, double* abs_sum) {
-  const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
+  const unsigned col = threadIdx.x + blockIdx.x * blockDim.x;
+  const unsigned row = threadIdx.y + blockIdx.y * blockDim.y;
   if (row >= m || col >= n) return;
   double acc = 0.0, mag = 0.0;
   for (unsigned i = 0; i < k; ++i) {

@@ -30,8 +30,8 @@ inline void cublas_check(cublasStatus_t status, const char* call) {
 // of B and one float of A (a broadcast), and writes 32 neighbouring floats of C.
 __global__ void naive_matmul_kernel(unsigned m, unsigned n, unsigned k, const float* __restrict__ a,
                                     const float* __restrict__ b, float* __restrict__ c) {
-  const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
-  const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned row = threadIdx.y + blockIdx.y * blockDim.y;
+  const unsigned col = threadIdx.x + blockIdx.x * blockDim.x;
   if (row >= m || col >= n) return;
   float sum = 0.0f;
   for (unsigned j = 0; j < k; ++j) sum += a[std::size_t(row) * k + j] * b[std::size_t(j) * n + col];
@@ -46,10 +46,10 @@ inline void naive_matmul(unsigned m, unsigned n, unsigned k, const float* d_a, c
   KIT_CHECK_LAUNCH("naive_matmul_kernel");
 }
 
-__global__ void abs_kernel(std::size_t count, const float* __restrict__ in, float* __restrict__ out) {
+__global__ void abs_kernel(std::size_t count, const float* __restrict__ src, float* __restrict__ dst) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x)
-    out[i] = fabsf(in[i]);
+    dst[i] = fabsf(src[i]);
 }
 
 // A cuBLAS handle in pedantic FP32 mode, for row-major products.

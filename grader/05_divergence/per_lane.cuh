@@ -12,7 +12,7 @@ namespace {  // one copy per translation unit: a kernel defined in a header
 // The seeds' per-lane branch (`tid % 2`): thread t handles element t, so every full warp holds
 // 16 even and 16 odd elements and runs both paths, one after the other.
 __global__ void branch_per_lane_kernel(unsigned n, const float* x, float* out) {
-  const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned t = threadIdx.x + blockIdx.x * blockDim.x;
   if (t < n) out[t] = lab05::element_value(t, x[t]);
 }
 

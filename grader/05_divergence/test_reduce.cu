@@ -54,7 +54,7 @@ __host__ __device__ inline int value_at<int>(std::uint64_t seed, std::uint64_t i
 
 template <class T>
 __global__ void fill_kernel(T* out, unsigned n, std::uint64_t seed, int int_max) {
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+  for (unsigned i = threadIdx.x + blockIdx.x * blockDim.x; i < n; i += gridDim.x * blockDim.x)
     out[i] = value_at<T>(seed, i, int_max);
 }
 

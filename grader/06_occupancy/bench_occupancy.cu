@@ -47,14 +47,14 @@ using lab06_grader::SampleKernel;
 // in flight, and so on how many warps the block size lets each SM hold.
 
 __global__ void scale_kernel(const float* in, float* out, unsigned n) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned i = threadIdx.x + blockIdx.x * blockDim.x;
   if (i < n) out[i] = 2.0f * in[i] + 1.0f;
 }
 
 // The same, for blocks of at most 100 threads: a kernel limit that is not a multiple of 32.
 __global__ void __launch_bounds__(100)
     scale_kernel_max100(const float* in, float* out, unsigned n) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned i = threadIdx.x + blockIdx.x * blockDim.x;
   if (i < n) out[i] = 2.0f * in[i] + 1.0f;
 }
 

@@ -112,7 +112,7 @@ std::size_t shared_per_sm(const lab06::DeviceSpec& device, int carveout_percent,
   const cudaOccDeviceState state = device_state(kernel);
   std::size_t preferred = 0;
   check(cudaOccSMemPerMultiprocessor(&preferred, &prop, &state), "cudaOccSMemPerMultiprocessor");
-  if (preferred >= block_shared) return preferred;
+  if (block_shared <= preferred) return preferred;
   std::size_t enlarged = block_shared;
   check(cudaOccAlignUpShmemSizeVoltaPlus(&enlarged, &prop), "cudaOccAlignUpShmemSizeVoltaPlus");
   return enlarged;

@@ -63,7 +63,10 @@ struct Workload {
   void copy_in() const {
     KIT_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, bytes(), cudaMemcpyHostToDevice, stream));
   }
-  void kernel() const { lab07::launch_work(d_in, d_out, n, iterations, stream); }
+  void kernel() const {
+    lab07::launch_work(d_in, d_out, n, iterations,
+                       stream);
+  }
   void copy_out() const {
     KIT_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, bytes(), cudaMemcpyDeviceToHost, stream));
   }

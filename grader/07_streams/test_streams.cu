@@ -98,7 +98,7 @@ class GuardedPinned {
 
 /// "chunk 3 [300, 400) on stream 3", from the student's chunk_range, for element `i`.
 std::string chunk_of(std::size_t i, std::size_t n, int chunks, int streams) {
-  for (int c = 0; c < chunks; ++c) {
+  for (int c = 0; c < chunks; c++) {
     const lab07::ChunkRange r = lab07::chunk_range(n, chunks, c);
     if (r.begin <= i && i < r.end)
       return "chunk " + std::to_string(c) + " [" + std::to_string(r.begin) + ", " +
@@ -377,7 +377,7 @@ std::string chunking_problem(std::size_t n, int chunks) {
   const std::size_t largest = (n + static_cast<std::size_t>(chunks) - 1) / chunks;
   std::ostringstream ranges, problem;
   std::size_t next = 0;
-  for (int c = 0; c < chunks; ++c) {
+  for (int c = 0; c < chunks; c++) {
     const lab07::ChunkRange r = lab07::chunk_range(n, chunks, c);
     if (c < 8) ranges << " [" << r.begin << ", " << r.end << ")";
     if (c == 8 && chunks > 9) ranges << " ...";

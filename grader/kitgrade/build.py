@@ -20,7 +20,12 @@ SUBMISSION_VARIABLE = "KIT_SUBMISSION_DIR"
 
 
 class BuildError(Exception):
-    """Configuring or building failed; the message says which command."""
+    """Configuring or building failed; the message says which command, `output` holds the tail
+    of what it printed (kitgrade.diagnose_build explains the errors it knows)."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
 
 
 def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: TextIO,
@@ -84,4 +89,5 @@ def _run(argv: list[str], out: TextIO, quiet: bool) -> None:
     if proc.returncode != 0:
         if quiet:
             out.writelines(tail)
-        raise BuildError(f"`{' '.join(argv)}` exited with code {proc.returncode}")
+        raise BuildError(f"`{' '.join(argv)}` exited with code {proc.returncode}",
+                         output="".join(tail))

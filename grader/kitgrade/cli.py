@@ -1,8 +1,8 @@
 """Command line of the CUDA lab kit grader (``python3 grader/kit.py ...``).
 
 Subcommands: ``list`` (labs and steps), ``hint LAB STEP [--level N]`` (progressive hints),
-``grade [LAB ...] [--submission DIR]`` (build, run every test, print tables, write reports) and
-``batch ROOT [LAB ...] --report-dir OUT`` (grade every submission in ROOT, write scores.csv).
+``grade [LAB ...] [--submission DIR]`` (build, run every test, print tables, write reports), and
+the commands of their own modules in SUBCOMMANDS and INSTRUCTOR_MODULES.
 
 Exit codes of `kit.py grade` (the other commands use 0 and 2 only):
 
@@ -22,10 +22,11 @@ When several apply, the highest-priority one wins, in the order 2, 3, 4, 1.
 from __future__ import annotations
 
 import argparse
-import csv
+import importlib
 import io
 import os
 import secrets
+import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -34,7 +35,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import noise, reports, runner, sanitize, selftest, submission, thresholds
+from . import console, reports, runner, sanitize, selftest, student_view, submission, thresholds
+from . import diagnose_build, progress, reset, watch
 from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 from .model import RunResult, Status, TestResult
@@ -114,15 +116,21 @@ def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"lab {lab.id} has no step {args.step!r}; steps: "
                          + ", ".join(s.id for s in lab.steps))
     shown = min(args.level, len(step.hints))
-    ctx.stdout.write(f"{lab.id} · {step.id} · {step.title}\n")
+    ctx.stdout.write(textwrap.fill(f"{lab.id} · {step.id} · {step.title}", HINT_WIDTH,
+                                   subsequent_indent="  ") + "\n")
     for i, hint in enumerate(step.hints[:shown], start=1):
-        ctx.stdout.write(textwrap.fill(hint, 88, initial_indent=f"\nHint {i}/{len(step.hints)}: ",
-                                       subsequent_indent="  ") + "\n")
+        ctx.stdout.write("\n" + textwrap.fill(hint, HINT_WIDTH, subsequent_indent="  ",
+                                              initial_indent=f"Hint {i}/{len(step.hints)}: ") + "\n")
     if shown < len(step.hints):
-        ctx.stdout.write(f"\nStuck? Next: kit.py hint {lab.id} {step.id} --level {shown + 1}\n")
+        ctx.stdout.write(f"\nStuck? Next:\n  {student_view.KIT} hint {lab.number} {step.suffix} "
+                         f"--level {shown + 1}\n")
     else:
         ctx.stdout.write("\n(that was the last hint for this step)\n")
     return ExitCode.OK
+
+
+HINT_WIDTH = 80
+"""Hints are wrapped to a standard terminal's width."""
 
 
 # ---------------------------------------------------------------- grade
@@ -147,7 +155,12 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
                         help="where reports go (default: <build-dir>/reports/<variant>)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
     parser.add_argument("--quiet", action="store_true",
-                        help="no build output (unless it fails) and no per-test progress")
+                        help="no build output (unless it fails), no per-test progress, the full "
+                             "table")
+    parser.add_argument("--verbose", action="store_true",
+                        help="the build's output, a line per test and the full table with every "
+                             "message (what --report-dir prints too); without it you see one "
+                             "screen: steps, score, the first failures and what to do next")
     parser.set_defaults(handler=_cmd_grade)
 
 
@@ -182,26 +195,62 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"{build_dir} was last built for the submission staged in {built_for}; "
                          "grade without --no-build (or use another --build-dir)")
 
+    # A student (no --report-dir, --quiet or --verbose) sees one screen; logs get everything.
+    student = not (args.quiet or args.verbose or args.report_dir is not None)
     source = f", submission {sub.root}" if sub else ""
-    ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
-                     f"{reports.seed_text(seed)}\n")
+    if student:
+        what = labs[0].id if len(labs) == 1 else f"{len(labs)} labs"
+        ctx.stdout.write(f"Grading {what} ({args.variant}{source}), seed {seed}\n")
+        show: console.Console = console.for_student(ctx.stdout)
+    else:
+        ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
+                         f"{reports.seed_text(seed)}\n")
+        show = console.StreamConsole(ctx.stdout, None if args.quiet else console.test_lines(ctx.stderr),
+                                     quiet=args.quiet)
     ctx.stdout.flush()
     options = runner.RunOptions(args.variant, seed, args.jobs, args.timeout)
     try:
-        run = _build_and_run(ctx, manifest, labs, build_dir, options, sub=sub, quiet=args.quiet,
-                             no_build=args.no_build, build_out=ctx.stdout,
-                             progress=None if args.quiet else _progress(ctx.stderr))
+        run = _build_and_run(ctx, manifest, labs, build_dir, options, sub=sub,
+                             no_build=args.no_build, show=show)
     except BuildError as err:
         ctx.stderr.write(f"build failed: {err}\n")
+        ctx.stderr.writelines(f"{line}\n" for line in diagnose_build.explain(err.output))
         return ExitCode.BUILD_OR_BINARY
+    progress.save(run, build_dir)  # a student grade of labs/ is the lab's state in `kit.py progress`
 
-    ctx.stdout.write("\n" + reports.render_terminal(run, reports.use_colour(ctx.stdout)))
+    colour = console.use_colour(ctx.stdout)
+    if student:
+        ctx.stdout.write("\n" + student_view.render(run, width=_terminal_width(ctx.stdout),
+                                                     colour=colour, manifest=manifest))
+    else:
+        ctx.stdout.write("\n" + reports.render_terminal(run, colour))
     try:
         paths = reports.write_reports(run, report_dir)
     except OSError as err:
         raise UsageError(f"cannot write reports to {report_dir}: {err.strerror}") from err
-    ctx.stdout.write("Reports:\n" + "".join(f"  {p}\n" for p in paths))
+    if student:
+        ctx.stdout.write(f"Reports: {_shown_dir(report_dir, ctx.root)}\n")
+    else:
+        ctx.stdout.write("Reports:\n" + "".join(f"  {p}\n" for p in paths))
     return grade_exit_code(run, args.require_gpu)
+
+
+STUDENT_MAX_WIDTH = 120
+"""The student view takes the terminal's width up to this; 80 when stdout is not a terminal."""
+
+
+def _terminal_width(stream: TextIO) -> int:
+    if not stream.isatty():
+        return 80
+    return max(40, min(STUDENT_MAX_WIDTH, shutil.get_terminal_size((80, 24)).columns))
+
+
+def _shown_dir(path: Path, root: Path) -> str:
+    """ "build/reports/student/" under the repository root, else the absolute path."""
+    try:
+        return f"{path.relative_to(root.absolute())}/"
+    except ValueError:
+        return f"{path}/"
 
 
 SUBMISSION_BUILD = "build-submission"
@@ -228,18 +277,27 @@ def _check_thresholds(ctx: Context) -> None:
 
 
 def _build_and_run(ctx: Context, manifest: Manifest, labs: Sequence[Lab], build_dir: Path,
-                   options: runner.RunOptions, *, sub: Submission | None, quiet: bool,
-                   no_build: bool, build_out: TextIO,
-                   progress: Callable[[TestResult], None] | None) -> RunResult:
+                   options: runner.RunOptions, *, sub: Submission | None, no_build: bool,
+                   quiet: bool = False, build_out: TextIO | None = None,
+                   progress: Callable[[TestResult], None] | None = None,
+                   show: console.Console | None = None) -> RunResult:
     """Stages the submission (if any), builds the graders of `labs`, and grades them.
-    Raises BuildError when the build fails."""
+    Raises BuildError when the build fails.
+
+    `show` says what the build and the tests show while they run; without it the build's output
+    goes to `build_out` (stdout; with `quiet` only its tail, on failure) and `progress` is
+    called as each test finishes."""
+    show = show or console.StreamConsole(build_out or ctx.stdout, progress, quiet=quiet)
     staging = submission.stage(sub, manifest.labs, ctx.root, build_dir) if sub else None
     if not no_build:
-        ensure_built(ctx.root, build_dir, [runner.target_name(lab, options.variant) for lab in labs],
-                     out=build_out, quiet=quiet, submission_dir=staging)
+        names = [runner.target_name(lab, options.variant) for lab in labs]
+        with show.building(names) as out:
+            ensure_built(ctx.root, build_dir, names, out=out, quiet=show.quiet_build,
+                         submission_dir=staging)
     targets = [runner.lab_target(ctx.root, build_dir, lab, options.variant,
                                  sources=sub.sources(lab) if sub else None) for lab in labs]
-    run = runner.run(targets, options, progress)
+    with show.testing(targets, options.variant) as on_result:
+        run = runner.run(targets, options, on_result)
     run.submission = str(sub.root) if sub else None
     return run
 
@@ -256,13 +314,6 @@ def grade_exit_code(run: RunResult, require_gpu: bool) -> ExitCode:
     if any(t.status is Status.NOT_RUN and not t.lacked_device(run.gpu_available) for t in tests):
         return ExitCode.TESTS_FAILED
     return ExitCode.OK
-
-
-def _progress(stream: TextIO) -> Callable[[TestResult], None]:
-    def show(test: TestResult) -> None:
-        stream.write(f"  {test.status.value:<9} {test.lab} {test.id} ({test.duration_s:.1f} s)\n")
-        stream.flush()
-    return show
 
 
 def _report_dir(explicit: Path | None, build_dir: Path, variant: str) -> Path:
@@ -291,123 +342,6 @@ def _exit_code_help() -> str:
     """The exit code section of the module docstring, so --help and the docs agree."""
     doc = __doc__ or ""
     return doc[doc.index("Exit codes of"):].rstrip()
-
-
-# ---------------------------------------------------------------- batch
-
-BATCH_HELP = """Grades each subdirectory of ROOT as one submission (as `grade --submission`
-would), one after the other in one build directory, and writes each submission's reports to
-OUT/<name>/ and one row per submission to OUT/scores.csv: name, total, max, the points of each
-lab, status. A submission that is missing files or does not build gets a row saying so
-(its build log goes to OUT/<name>/build.log) and the batch goes on.
-
-Exit codes: 0 every submission was graded (whatever its score), 2 usage error (nothing
-written), 3 some submission could not be graded (missing files, build failed, grader could not
-run), 4 --require-gpu and some GPU test could not run for lack of a device."""
-
-
-def register_batch(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    parser = subparsers.add_parser(
-        "batch", help="grade every submission in a folder and write scores.csv",
-        description=BATCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("root", type=Path, metavar="ROOT", help="folder with one subfolder per submission")
-    parser.add_argument("labs", nargs="*", metavar="LAB",
-                        help="labs to grade (default: those each submission has files for)")
-    parser.add_argument("--report-dir", type=Path, required=True, metavar="OUT",
-                        help="where OUT/<name>/ reports and OUT/scores.csv go")
-    parser.add_argument("--build-dir", type=Path,
-                        help=f"CMake build directory (default: <repo>/{SUBMISSION_BUILD})")
-    parser.add_argument("--seed", type=_seed, help="one seed for every submission (default: $KIT_SEED or random)")
-    _add_run_arguments(parser)
-    parser.set_defaults(handler=_cmd_batch)
-
-
-def _cmd_batch(args: argparse.Namespace, ctx: Context) -> int:
-    manifest = ctx.manifest()
-    labs = _select_labs(manifest, args.labs)
-    root = args.root.absolute()
-    if not root.is_dir():
-        raise UsageError(f"submissions folder is not a directory: {root}")
-    folders = sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                     key=lambda d: d.name)
-    if not folders:
-        raise UsageError(f"submissions folder {root} has no subfolder (one per submission)")
-    out_dir = args.report_dir.absolute()
-    if not out_dir.parent.is_dir():
-        raise UsageError(f"report directory parent does not exist: {out_dir.parent}")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"report directory is not a directory: {out_dir}")
-    seed = args.seed if args.seed is not None else _env_seed()
-    build_dir = (args.build_dir or ctx.root / SUBMISSION_BUILD).absolute()
-    _check_thresholds(ctx)
-
-    ctx.stdout.write(f"Batch: {len(folders)} submission(s) in {root}, {reports.seed_text(seed)}\n")
-    ctx.stdout.flush()
-    out_dir.mkdir(exist_ok=True)
-    options = runner.RunOptions("student", seed, args.jobs, args.timeout)
-    columns = [lab.id for lab in labs]
-    rows: list[list[str]] = []
-    code = ExitCode.OK
-    for folder in folders:
-        row, row_code = _grade_submission(ctx, manifest, labs, bool(args.labs), folder,
-                                          out_dir / folder.name, build_dir, options,
-                                          args.require_gpu)
-        rows.append(row)
-        code = _worse(code, row_code)
-        ctx.stdout.write(f"  {folder.name}: {row[1] or '-'}/{row[2] or '-'} ({row[-1]})\n")
-        ctx.stdout.flush()
-        _write_scores(out_dir / "scores.csv", columns, rows)
-    ctx.stdout.write(f"Scores: {out_dir / 'scores.csv'}\n")
-    return code
-
-
-def _grade_submission(ctx: Context, manifest: Manifest, labs: Sequence[Lab], explicit: bool,
-                      folder: Path, out_dir: Path, build_dir: Path, options: runner.RunOptions,
-                      require_gpu: bool) -> tuple[list[str], ExitCode]:
-    """One row of scores.csv (name, total, max, per-lab points..., status) and its exit code."""
-    empty = ["" for _ in labs]
-    try:
-        sub = submission.locate(folder, labs, explicit)
-    except SubmissionError as err:
-        return [folder.name, "", "", *empty, f"not graded: {err}"], ExitCode.BUILD_OR_BINARY
-    log = io.StringIO()
-    try:
-        run = _build_and_run(ctx, manifest, sub.labs, build_dir, options, sub=sub, quiet=True,
-                             no_build=False, build_out=log, progress=None)
-    except BuildError as err:
-        out_dir.mkdir(exist_ok=True)
-        reports.write_atomic(out_dir / "build.log", f"{log.getvalue()}\nbuild failed: {err}\n")
-        return [folder.name, "", "", *empty, "build failed"], ExitCode.BUILD_OR_BINARY
-    reports.write_reports(run, out_dir)
-    graded = {lab.lab: lab for lab in run.labs if lab.error is None}
-    cells = [reports.fmt_points(graded[lab.id].score) if lab.id in graded else "" for lab in labs]
-    row_code = grade_exit_code(run, require_gpu)
-    if run.errors:
-        status = "incomplete: not graded: " + ", ".join(lab.lab for lab in run.errors)
-    elif row_code is ExitCode.NO_GPU:
-        status = "graded without a GPU (GPU tests not run)"
-    else:
-        status = "graded"
-    if row_code is ExitCode.TESTS_FAILED:
-        row_code = ExitCode.OK  # a low score is the submission's result, not a batch failure
-    return ([folder.name, reports.fmt_points(run.score), reports.fmt_points(run.max_score), *cells,
-             status], row_code)
-
-
-def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
-    """The exit code that wins, in the documented order 2, 3, 4, 1, 0."""
-    order = [ExitCode.USAGE, ExitCode.BUILD_OR_BINARY, ExitCode.NO_GPU, ExitCode.TESTS_FAILED,
-             ExitCode.OK]
-    return a if order.index(a) <= order.index(b) else b
-
-
-def _write_scores(path: Path, columns: list[str], rows: list[list[str]]) -> None:
-    """Rewritten after every submission, atomically, so a long batch shows its progress."""
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["name", "total", "max", *columns, "status"])
-    writer.writerows(rows)
-    reports.write_atomic(path, text.getvalue())
 
 
 # ---------------------------------------------------------------- argument types
@@ -457,11 +391,25 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     register_list,
     register_hint,
     register_grade,
-    register_batch,
     selftest.register,
     sanitize.register,
-    noise.register,
+    progress.register,
+    reset.register,
+    watch.register,
 )
+
+
+INSTRUCTOR_MODULES = ("batch", "noise", "release")
+"""Modules of the instructor-only commands. A student edition (kit.py release) leaves their files
+out, and the command line then simply does not have them."""
+
+
+def instructor_commands() -> list[Registrar]:
+    found = []
+    for name in INSTRUCTOR_MODULES:
+        if (Path(__file__).parent / f"{name}.py").is_file():
+            found.append(importlib.import_module(f".{name}", __package__).register)
+    return found
 
 
 def build_parser() -> _Parser:
@@ -470,6 +418,8 @@ def build_parser() -> _Parser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in SUBCOMMANDS:
+        register(subparsers)
+    for register in instructor_commands():
         register(subparsers)
     return parser
 

@@ -6,7 +6,9 @@ The manifest is the only place the runner learns about labs, so adding a lab is 
 there plus its CMake targets. A lab may also ban libraries (``banned_libraries``: cuBLAS in a lab
 about writing a GEMM, CUB in a lab about writing a reduction); kitgrade.bans enforces them.
 It may leave tests out of ``kit.py sanitize`` under one tool (``sanitize_skip``: lab 04's
-2048^3 products under racecheck). It is validated strictly on load: a typo in a field name or
+2048^3 products under racecheck), and say how Gradescope shows its hidden tests, the
+instructor-only ones in grader/<id>/hidden/ (``hidden_visibility``, default "after_due_date").
+It is validated strictly on load: a typo in a field name or
 a step whose id does not belong to its lab would otherwise surface much later as a
 confusing grading result, so every error names the offending field, e.g.
 ``labs.json: labs[0].steps[2].hints: expected a non-empty list of strings``.
@@ -22,6 +24,10 @@ from typing import Any
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 """Gradescope's visibility values; a step's value is passed through to results.json."""
+
+DEFAULT_HIDDEN_VISIBILITY = "after_due_date"
+"""How a lab's hidden tests are shown unless its lab.json says otherwise: students see them,
+and what they lost to them, once the assignment is over."""
 
 _LAB_ID = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
 
@@ -82,6 +88,8 @@ class Lab:
     steps: tuple[Step, ...]
     banned_libraries: tuple[BannedLibrary, ...] = ()
     sanitize_skip: tuple[SanitizeSkip, ...] = ()
+    hidden_visibility: str = DEFAULT_HIDDEN_VISIBILITY
+    """The Gradescope visibility of every hidden test (KIT_HIDDEN_TEST) of the lab."""
 
     def sanitize_skipped(self, tool: str) -> list[SanitizeSkip]:
         return [s for s in self.sanitize_skip if s.tool == tool]
@@ -168,7 +176,7 @@ def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:
 def _parse_lab(data: Any, where: str) -> Lab:
     fields = _Fields(
         data, where, required={"id", "title", "timeout_s", "student_files", "steps"},
-        optional={"banned_libraries", "sanitize_skip"}
+        optional={"banned_libraries", "sanitize_skip", "hidden_visibility"}
     )
     lab_id = fields.get("id", str)
     if not _LAB_ID.match(lab_id):
@@ -193,8 +201,11 @@ def _parse_lab(data: Any, where: str) -> Lab:
     _check_unique([b.name for b in bans], f"{where}.banned_libraries", "library name")
     skips = tuple(_parse_sanitize_skip(item, f"{where}.sanitize_skip[{i}]")
                   for i, item in enumerate(fields.get("sanitize_skip", list, default=[])))
+    hidden_visibility = _visibility(
+        fields.get("hidden_visibility", str, default=DEFAULT_HIDDEN_VISIBILITY),
+        f"{where}.hidden_visibility")
     return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
-               tuple(files), steps, bans, skips)
+               tuple(files), steps, bans, skips, hidden_visibility)
 
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -250,9 +261,7 @@ def _parse_step(data: Any, where: str, lab_name: str) -> Step:
     hints = fields.get("hints", list)
     if not hints or not all(isinstance(h, str) and h.strip() for h in hints):
         raise ManifestError(f"{where}.hints: expected a non-empty list of strings")
-    visibility = fields.get("visibility", str, default="visible")
-    if visibility not in VISIBILITIES:
-        raise ManifestError(f"{where}.visibility: {visibility!r} is not one of {', '.join(VISIBILITIES)}")
+    visibility = _visibility(fields.get("visibility", str, default="visible"), f"{where}.visibility")
     return Step(step_id, _non_empty(fields.get("title", str), f"{where}.title"), tuple(hints),
                 visibility)
 
@@ -286,6 +295,12 @@ class _Fields:
 def _field(where: str, key: str) -> str:
     """ "labs.json" + "labs" -> "labs.json: labs"; "labs.json: labs[0]" + "id" -> "...labs[0].id"."""
     return f"{where}.{key}" if ":" in where else f"{where}: {key}"
+
+
+def _visibility(value: str, where: str) -> str:
+    if value not in VISIBILITIES:
+        raise ManifestError(f"{where}: {value!r} is not one of {', '.join(VISIBILITIES)}")
+    return value
 
 
 def _non_empty(text: str, where: str) -> str:

@@ -50,6 +50,8 @@ class TestResult:
     measurements: dict[str, str] = field(default_factory=dict)
     """Every property the test recorded beyond GoogleTest's own keys (ratio, threshold, seed...)."""
     visibility: str = "visible"
+    hidden: bool = False
+    """An instructor-only test (KIT_HIDDEN_TEST, grader/NN_name/hidden/), never in a student edition."""
     score: float = field(init=False)
 
     __test__ = False  # not a unittest/pytest test class despite the name
@@ -73,17 +75,19 @@ class TestResult:
             "kind": self.kind, "points": self.points, "score": self.score,
             "status": self.status.value, "reason": self.reason, "output": self.output,
             "duration_s": self.duration_s, "measurements": dict(self.measurements),
-            "visibility": self.visibility,
+            "visibility": self.visibility, "hidden": self.hidden,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TestResult:
-        """Inverse of to_dict; the score is recomputed from the status."""
+        """Inverse of to_dict; the score is recomputed from the status. A result written before
+        hidden tests existed has no "hidden" key: it was not one."""
         return cls(
             lab=data["lab"], step=data["step"], id=data["id"], title=data["title"],
             kind=data["kind"], points=data["points"], status=Status(data["status"]),
             reason=data["reason"], output=data["output"], duration_s=data["duration_s"],
             measurements=dict(data["measurements"]), visibility=data["visibility"],
+            hidden=bool(data.get("hidden", False)),
         )
 
 

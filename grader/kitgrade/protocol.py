@@ -1,6 +1,7 @@
 """The protocol between the runner and a lab's GoogleTest binary.
 
-* ``BIN --kit_list``   -> one JSON object describing every test (id, step, kind, points, title)
+* ``BIN --kit_list``   -> one JSON object describing every test (id, step, kind, points, title,
+  and ``hidden``: true for an instructor-only test, KIT_HIDDEN_TEST; absent means false)
 * ``BIN --kit_device`` -> one JSON object describing the GPU, or why there is none
 * ``BIN --gtest_filter=<id> --kit_verdict=<file>`` with KIT_SEED and KIT_NONCE_FD set -> runs
   one test and writes its verdict to <file>
@@ -76,6 +77,8 @@ class TestSpec:
     kind: str
     points: float
     title: str
+    hidden: bool = False
+    """An instructor-only test (grader/NN_name/hidden/): graded with the lab's hidden_visibility."""
 
     __test__ = False
 
@@ -141,7 +144,10 @@ def _parse_spec(item: Any, where: str, steps: Collection[str]) -> TestSpec:
         raise ProtocolError(
             f"{where}.step: {item['step']!r} is not a step of this lab in grader/labs.json"
         )
-    return TestSpec(item["id"], item["step"], item["kind"], points, item["title"])
+    hidden = item.get("hidden", False)
+    if not isinstance(hidden, bool):
+        raise ProtocolError(f"{where}.hidden: expected true or false, got {hidden!r}")
+    return TestSpec(item["id"], item["step"], item["kind"], points, item["title"], hidden)
 
 
 def query_device(binary: Path) -> dict[str, Any]:

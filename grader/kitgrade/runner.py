@@ -18,14 +18,17 @@ from pathlib import Path
 
 from . import bans, protocol
 from .manifest import Lab
-from .model import LabResult, RunResult, Status, TestResult
+from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
 
 VARIANT_PREFIX = {"student": "grade", "reference": "reference"}
 """Binary name prefix per variant: grade_01_indexing is built from labs/, reference_* from solutions/."""
 
 PERF_GATE_REASON = "correctness steps did not all pass"
+"""Why perf tests were not run: a correctness test failed (when the only thing missing was a
+GPU, they are not run for model.NO_DEVICE_REASON instead)."""
 HIDDEN_MARKER = "[hidden]"
-"""A test title starting with this is hidden on Gradescope even if its step is visible."""
+"""A test title starting with this is hidden on Gradescope even if its step is visible. (An
+instructor-only hidden test, KIT_HIDDEN_TEST, gets its lab's hidden_visibility instead.)"""
 
 ResultCallback = Callable[[TestResult], None]
 
@@ -112,11 +115,13 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
     for target in targets:
-        result.labs.append(grade_lab(target, options, on_result or (lambda _: None)))
+        result.labs.append(grade_lab(target, options, on_result or (lambda _: None),
+                                     gpu_available=result.gpu_available))
     return result
 
 
-def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback) -> LabResult:
+def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback, *,
+              gpu_available: bool = True) -> LabResult:
     lab = target.lab
     result = LabResult(lab.id, lab.title, options.variant, {s.id: s.title for s in lab.steps})
     if not target.binary.is_file():
@@ -166,11 +171,15 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
         finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
 
     gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
+    # Closed only because a GPU was missing: say so, not that a correctness step failed.
+    gate_reason = NO_DEVICE_REASON if all(
+        by_id[s.id].status is Status.PASSED or by_id[s.id].lacked_device(gpu_available)
+        for s in correctness) else PERF_GATE_REASON
     for spec in (s for s in specs if s.kind == "perf" and s.id not in by_id):
         if gate_open:
             finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
         else:
-            finish(spec, protocol.Outcome(Status.NOT_RUN, PERF_GATE_REASON))
+            finish(spec, protocol.Outcome(Status.NOT_RUN, gate_reason))
 
     result.tests = [by_id[s.id] for s in specs]
     return result
@@ -179,14 +188,15 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback)
 def _result(lab: Lab, spec: protocol.TestSpec, outcome: protocol.Outcome) -> TestResult:
     step = lab.find_step(spec.step)
     assert step is not None  # protocol.list_tests only accepts the lab's steps
-    title, visibility = spec.title, step.visibility
+    title = spec.title
+    visibility = lab.hidden_visibility if spec.hidden else step.visibility
     if title.lower().startswith(HIDDEN_MARKER):
         title, visibility = title[len(HIDDEN_MARKER):].strip(), "hidden"
     return TestResult(
         lab=lab.id, step=spec.step, id=spec.id, title=title, kind=spec.kind,
         points=spec.points, status=outcome.status, reason=outcome.reason,
         output=outcome.output, duration_s=round(outcome.duration_s, 3),
-        measurements=outcome.measurements, visibility=visibility,
+        measurements=outcome.measurements, visibility=visibility, hidden=spec.hidden,
     )
 
 

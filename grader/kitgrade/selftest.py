@@ -124,14 +124,26 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _python_unit_tests(root, tally, out)
 
     gpu_needed = args.require_gpu
+    instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
 
-    _section(out, "3. Faults get verdicts (fake lab)")
-    _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
+    if (bin_dir / "kit_fake_lab").is_file():
+        _section(out, "3. Faults get verdicts (fake lab)")
+        _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
     _section(out, "4. Every stub fails its correctness steps")
     stubs = _grade(root, labs, "student", seed, args.jobs, build_dir, out)
     _expect_all(stubs, "stub fails", lambda t: t.status.is_problem, lambda t: t.kind != "perf",
                 gpu_needed, tally, out)
+    for lab in stubs.labs:
+        steps = {t.step for t in lab.tests}
+        tally.add(lab.error is None and steps >= {s.id for s in _lab(labs, lab.lab).steps},
+                  f"the grader of {lab.lab} lists its tests ({len(lab.tests)} tests, every step)",
+                  out)
+
+    if not instructor:
+        _section(out, "5. Documentation site")
+        _docs(build_dir, args.require_docs, tally, out)
+        return _finish(tally, out)
 
     _section(out, "5. Every solution passes every step")
     refs = _grade(root, labs, "reference", seed, args.jobs, build_dir, out)
@@ -146,7 +158,59 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     _section(out, "8. Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
+
+    _section(out, "9. Student edition: no answers inside, and its own tests pass")
+    _student_edition(root, build_dir, args, seed, tally, out)
     return _finish(tally, out)
+
+
+def _lab(labs: list[Lab], lab_id: str) -> Lab:
+    return next(lab for lab in labs if lab.id == lab_id)
+
+
+EDITION_TIMEOUT_S = 1800
+
+
+def _student_edition(root: Path, build_dir: Path, args: argparse.Namespace, seed: int,
+                     tally: Tally, out: TextIO) -> None:
+    """Writes a fresh release, runs its README's test command in it as a student would (its own
+    build directory, the same --require-* flags), then looks for solution lines in everything it
+    holds, its built documentation site included."""
+    from . import release  # instructor-only, like this section
+    from .manifest import load_manifest
+
+    edition = build_dir / "student-edition"
+    shutil.rmtree(edition, ignore_errors=True)
+    manifest = load_manifest(root / "grader" / "labs.json")
+    written = release.write_release(root, edition, manifest)
+    tally.add(not (edition / "solutions").exists() and not (edition / "grader" / "wrong").exists()
+              and not any(edition.glob("grader/*/hidden")),
+              f"a release holds no solutions/, grader/wrong/ or hidden tests ({len(written)} files)",
+              out)
+    argv = [sys.executable, str(edition / "grader" / "kit.py"), "selftest",
+            "--build-dir", str(edition / "build"), "--jobs", str(args.jobs), "--seed", str(seed)]
+    argv += [flag for flag, on in (("--require-gpu", args.require_gpu),
+                                   ("--require-docs", args.require_docs)) if on]
+    log = build_dir / "student-edition.log"
+    try:
+        proc = subprocess.run(argv, cwd=edition, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace",
+                              timeout=EDITION_TIMEOUT_S)
+        text, code = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as err:
+        text, code = (err.stdout or "") if isinstance(err.stdout, str) else "", None
+    log.write_text(text)
+    last = next((line for line in reversed(text.splitlines()) if line.startswith("selftest:")),
+                "no summary line")
+    out.write(f"  release's own test command: {last} (log: {log})\n")
+    tally.add(code == 0 and "selftest:" in last,
+              f"the release's test command passes in a fresh copy (exit {code}: {last})", out)
+    if code != 0:
+        out.write("".join(f"    {line}\n" for line in text.splitlines()[-30:]))
+    leaks, scanned = release.find_leaks(release.secrets_of(root, manifest), edition)
+    out.write(f"  leak check: {scanned} text files of the release, its built docs included\n")
+    out.write("".join(f"    {line}\n" for line in release.describe_leaks(leaks)))
+    tally.add(not leaks, f"no line of a solution is in the release ({len(leaks)} found)", out)
 
 
 def _section(out: TextIO, title: str) -> None:

@@ -17,6 +17,7 @@ Environment:
     FAKE_LIST             "fail" (exit 2), "garbage" (not JSON) or "wrong_variant"
     FAKE_TIMED_FAILS      1: the timed test fails
     FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
+    FAKE_HIDDEN           comma-separated keys of TESTS listed with "hidden": true (KIT_HIDDEN_TEST)
     FAKE_PERF_RATIO       ratio the perf test measures (default 0.91; threshold 0.60)
 """
 
@@ -77,8 +78,10 @@ def kit_list(lab: str, variant: str) -> int:
         print("this is not json")
         return 0
     name = lab.split("_", 1)[1]
-    tests = [{"id": t[0], "step": f"{name}.{t[1]}", "kind": t[2], "points": t[3], "title": t[4]}
-             for t in offered(lab).values()]
+    hidden = set(os.environ.get("FAKE_HIDDEN", "").split(","))
+    tests = [{"id": t[0], "step": f"{name}.{t[1]}", "kind": t[2], "points": t[3], "title": t[4],
+              **({"hidden": True} if key in hidden else {})}
+             for key, t in offered(lab).items()]
     if mode == "wrong_variant":
         variant = "reference" if variant == "student" else "student"
     print(json.dumps({"lab": lab, "variant": variant, "tests": tests}))

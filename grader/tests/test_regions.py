@@ -7,7 +7,6 @@ import unittest
 from pathlib import Path
 
 from kitgrade import regions
-from kitgrade.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,9 +57,6 @@ class RegionCheck(unittest.TestCase):
         problems = self.pair(SOLUTION, SOLUTION)
         self.assertTrue(any("no TODO(" in p for p in problems))
 
-    def test_every_lab_of_the_kit_passes(self):
-        labs = load_manifest(ROOT / "grader" / "labs.json").labs
-        self.assertEqual(regions.check_tree(ROOT, labs), [])
 
 
 if __name__ == "__main__":

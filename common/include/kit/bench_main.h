@@ -7,11 +7,11 @@
 /// KIT_BENCHMARK_MAIN();
 /// @endcode
 ///
-/// On a machine without a usable GPU the program prints `not run: no CUDA device (<reason>)` and
-/// exits 0, like the graders' GPU tests. Otherwise it names the GPU in the benchmark's context
-/// (`gpu: ...`), runs the benchmarks, and turns an exception thrown by one of them (a CUDA error,
-/// an unfinished stub that refuses its input) into `benchmark stopped: <what>` on stderr and exit
-/// code 1, instead of a crash.
+/// On a machine without a usable GPU the program prints `not run:` and why (kit::summary(), e.g.
+/// `no CUDA device (no NVIDIA driver found)`) and exits 0, like the graders' GPU tests. Otherwise
+/// it names the GPU in the benchmark's context (`gpu: ...`), runs the benchmarks, and turns an
+/// exception thrown by one of them (a CUDA error, an unfinished stub that refuses its input) into
+/// `benchmark stopped: <what>` on stderr and exit code 1, instead of a crash.
 ///
 /// Inside a benchmark, time each iteration with bench_time_ms() (one kit::median_ms() measurement
 /// per iteration) or bench_run_seconds() (one run per iteration), so every benchmark times the
@@ -48,7 +48,7 @@ struct BenchHooks {
 inline int bench_main(int argc, char** argv, const BenchHooks& hooks = {}) {
   const DeviceInfo device = query_device();
   if (!device.available) {
-    std::printf("not run: no CUDA device (%s)\n", device.reason.c_str());
+    std::printf("not run: %s\n", summary(device).c_str());
     return 0;
   }
   if (hooks.on_device) hooks.on_device(device);

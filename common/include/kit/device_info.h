@@ -7,10 +7,19 @@
 
 namespace kit {
 
+/// The reason of a machine without a CUDA device, and the start of the reason without an NVIDIA
+/// driver ("no CUDA device (no NVIDIA driver found)"). A GPU test without a usable device records
+/// exactly this text as its not-run reason, whatever the device's own reason: the runner
+/// (grader/kitgrade/model.py, NO_DEVICE_REASON) compares it to excuse such tests.
+inline constexpr char kNoDeviceReason[] = "no CUDA device";
+
 /// The GPU (or the reason there is none).
 struct DeviceInfo {
   bool available = false;
-  std::string reason;  ///< why no device is usable, when !available
+  /// Why no device is usable, when !available: "no CUDA device", "no CUDA device (no NVIDIA driver
+  /// found)", a driver older than the kit's CUDA runtime with both versions named, or the
+  /// runtime's own message for anything else.
+  std::string reason;
   std::string name;
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
@@ -24,13 +33,14 @@ struct DeviceInfo {
 };
 
 /// Queries device `device`. Never throws: a machine without a GPU or driver gives
-/// `available == false` and the runtime's explanation in `reason`.
+/// `available == false` and the explanation in `reason`.
 DeviceInfo query_device(int device = 0);
 
 /// One JSON object (the grader's `--kit_device` output).
 std::string to_json(const DeviceInfo& info);
 
-/// "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, SM clock 1755/1980 MHz, memory clock 2619 MHz".
+/// "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, SM clock 1755/1980 MHz, memory clock 2619 MHz"; without
+/// a usable device, the reason, starting "no CUDA device".
 std::string summary(const DeviceInfo& info);
 
 }  // namespace kit

@@ -12,6 +12,10 @@
 ///
 /// Each test runs in its own process under the runner (grader/kit.py), which reads the declared
 /// points with `--kit_list` before running anything, so a test that crashes still has a verdict.
+///
+/// A hidden test (`KIT_HIDDEN_TEST`, `KIT_HIDDEN_TEST_P`) is an instructor-only test kept in
+/// grader/NN_name/hidden/, a folder a student edition does not have: it is graded in the
+/// instructor's copy only, and reported with the lab's `hidden_visibility` (lab.json).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -44,6 +48,7 @@ struct TestMeta {
   Kind kind;
   int points;
   std::string title;
+  bool hidden = false;  ///< declared with KIT_HIDDEN_TEST: an instructor-only test
 };
 
 /// Adds `meta` to the registry that `--kit_list` prints; returns true so it can initialise a static.
@@ -126,17 +131,28 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
   *os << "(" << d.x << "," << d.y << "," << d.z << ")";
 }
 
-#define KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title)                     \
-  [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                \
-      ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title})
+#define KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, hidden)                 \
+  [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                        \
+      ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title, hidden})
 
 /// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf),
 /// points and a human title, declared together.
-#define KIT_TEST(Fixture, Name, step, kind, points, title)      \
-  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title); \
+#define KIT_TEST(Fixture, Name, step, kind, points, title)             \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
   TEST_F(Fixture, Name)
 
 /// A graded value-parameterized test: each instance is worth `points`.
-#define KIT_TEST_P(Fixture, Name, step, kind, points, title)    \
-  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title); \
+#define KIT_TEST_P(Fixture, Name, step, kind, points, title)           \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
+  TEST_P(Fixture, Name)
+
+/// KIT_TEST for a hidden test: written in grader/NN_name/hidden/ (instructor only), listed with
+/// `"hidden": true`, reported with the lab's `hidden_visibility`.
+#define KIT_HIDDEN_TEST(Fixture, Name, step, kind, points, title)     \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, true); \
+  TEST_F(Fixture, Name)
+
+/// KIT_TEST_P for a hidden test: each instance is worth `points`.
+#define KIT_HIDDEN_TEST_P(Fixture, Name, step, kind, points, title)   \
+  KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, true); \
   TEST_P(Fixture, Name)
