@@ -14,70 +14,30 @@
 #include <vector>
 
 #include "bounds.h"
+#include "bounds_checks.h"
 #include "kit/check.h"
 #include "kit/test.h"
 
 namespace {
 
-using kit::Tolerance;
-
-// a in [-2, 2], b and the inputs in [-1, 1]: results are below 3 in magnitude, where one float
-// rounding is at most 2^-22 ~ 2.4e-7. a * x + b rounds once (fused) or twice, so 1e-6 admits both,
-// while an element computed from the wrong input, or updated twice, is off by ~1 on average.
-const Tolerance kScaleShiftTolerance{1e-6, 0.0,
-                                     "a * x + b below 3 in magnitude: one or two roundings of at "
-                                     "most 2.4e-7"};
-
-// in + u * v with every value in [-1, 1]: results below 2 in magnitude, one or two roundings of at
-// most 2.4e-7 each.
-const Tolerance kRank1Tolerance{1e-6, 0.0,
-                                "in + u * v below 2 in magnitude: one or two roundings of at most "
-                                "2.4e-7"};
+using lab02_grader::check_grid_stride;
+using lab02_grader::check_grid_stride_in_place;
+using lab02_grader::check_rank1_update;
+using lab02_grader::check_scale_shift;
+using lab02_grader::Config;
+using lab02_grader::describe_config;
+using lab02_grader::expect_accepted;
+using lab02_grader::expect_rejected;
+using lab02_grader::grid_name;
+using lab02_grader::InvalidConfig;
+using lab02_grader::kScaleShiftTolerance;
+using lab02_grader::make_scale_shift_case;
+using lab02_grader::ScaleShiftCase;
+using lab02_grader::Shape2;
+using lab02_grader::shape_name;
+using lab02_grader::size_name;
 
 using BoundsHost = kit::HostTest;
-
-std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
-  return "n_" + std::to_string(info.param);
-}
-
-std::string dims(const dim3& d) {
-  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
-}
-
-std::string describe_config(const dim3& grid, const dim3& block) {
-  return "grid " + dims(grid) + " x block " + dims(block);
-}
-
-// Random a, b and input of size n, and the expected a * in + b (computed in double, rounded once).
-struct ScaleShiftCase {
-  float a = 0, b = 0;
-  std::vector<float> in, expected;
-};
-
-ScaleShiftCase make_scale_shift_case(unsigned n) {
-  auto rng = kit::test_random();
-  ScaleShiftCase c;
-  c.a = rng.uniform(-2, 2);
-  c.b = rng.uniform(-1, 1);
-  c.in = rng.floats(n, -1, 1);
-  c.expected.resize(n);
-  for (unsigned i = 0; i < n; ++i) c.expected[i] = static_cast<float>(double(c.a) * c.in[i] + c.b);
-  return c;
-}
-
-// Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out)) on a fresh
-// case of size n and checks every element, the guards and the input.
-template <class Launcher>
-void check_scale_shift(Launcher launcher, unsigned n) {
-  const ScaleShiftCase c = make_scale_shift_case(n);
-  kit::DeviceBuffer<float> d_in(c.in);
-  kit::GuardedBuffer<float> d_out(n);
-  const kit::Launch launch = launcher(n, c.a, c.b, d_in.data(), d_out.data());
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(kit::output_matches("out", c.expected, d_out, kScaleShiftTolerance, kit::Shape::d1(n),
-                                  launch));
-  EXPECT_TRUE(kit::input_unchanged("in", d_in, c.in));
-}
 
 // Sizes around the warp (32) and the block (256), one of lab 01's, and two large odd sizes: every
 // one leaves a partial last block. 2^26 + 1 needs 262145 blocks; its last block has one element.
@@ -101,36 +61,13 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShift, kSizes, size_name);
 
 // ---- Step 2 ------------------------------------------------------------------------------------
 
-struct Shape2 {
-  unsigned rows, cols;
-};
-
 class Rank1Update : public kit::GpuTestWithParam<Shape2> {};
 
 KIT_TEST_P(Rank1Update, GuardsTheRightAndTheBottomEdge, "bounds.2", gpu, 2,
            "rank1_update writes in + u*v to every element and nothing beyond the right or the "
            "bottom edge of the matrix") {
   const auto [rows, cols] = GetParam();
-  auto rng = kit::test_random();
-  const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
-  const auto u = rng.floats(rows, -1, 1), v = rng.floats(cols, -1, 1);
-  std::vector<float> expected(in.size());
-  for (unsigned r = 0; r < rows; ++r)
-    for (unsigned c = 0; c < cols; ++c) {
-      const std::size_t i = std::size_t(r) * cols + c;
-      expected[i] = static_cast<float>(double(in[i]) + double(u[r]) * v[c]);
-    }
-
-  kit::DeviceBuffer<float> d_in(in), d_u(u), d_v(v);
-  kit::GuardedBuffer<float> d_out(in.size());
-  const kit::Launch launch =
-      lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(), d_out.data());
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(kit::output_matches("out", expected, d_out, kRank1Tolerance,
-                                  kit::Shape::d2(rows, cols), launch));
-  EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
-  EXPECT_TRUE(kit::input_unchanged("u", d_u, u));
-  EXPECT_TRUE(kit::input_unchanged("v", d_v, v));
+  check_rank1_update(rows, cols);
 }
 
 // A single element; one row (the grid overhangs only the bottom, by 7 rows of threads); one
@@ -139,10 +76,7 @@ KIT_TEST_P(Rank1Update, GuardsTheRightAndTheBottomEdge, "bounds.2", gpu, 2,
 INSTANTIATE_TEST_SUITE_P(Shapes, Rank1Update,
                          ::testing::Values(Shape2{1, 1}, Shape2{1, 1000}, Shape2{1000, 1},
                                            Shape2{4097, 4099}),
-                         [](const ::testing::TestParamInfo<Shape2>& info) {
-                           return std::to_string(info.param.rows) + "x" +
-                                  std::to_string(info.param.cols);
-                         });
+                         shape_name);
 
 // ---- Step 3 ------------------------------------------------------------------------------------
 
@@ -172,10 +106,6 @@ KIT_TEST(BoundsHost, GridStrideBlocksCapsTheGrid, "bounds.3", host, 2,
 // nothing here), and the launcher's own choice (0).
 const unsigned kForcedGrids[] = {1, 7, 0};
 
-std::string grid_name(unsigned blocks) {
-  return blocks == 0 ? std::string("the default grid") : std::to_string(blocks) + "-block grid";
-}
-
 class GridStride : public kit::GpuTestWithParam<unsigned> {};
 
 KIT_TEST_P(GridStride, CoversEveryElementWithAnyGrid, "bounds.3", gpu, 1,
@@ -184,19 +114,7 @@ KIT_TEST_P(GridStride, CoversEveryElementWithAnyGrid, "bounds.3", gpu, 1,
   const unsigned n = GetParam();
   for (const unsigned blocks : kForcedGrids) {
     SCOPED_TRACE("scale_shift_grid_stride with " + grid_name(blocks));
-    kit::Launch used;
-    check_scale_shift(
-        [&](unsigned count, float a, float b, const float* in, float* out) {
-          used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks);
-          return used;
-        },
-        n);
-    if (blocks > 0) {
-      EXPECT_EQ(used.grid.x, blocks) << "a forced grid must be launched as given";
-    } else {
-      EXPECT_LE(used.grid.x, lab02::ceil_div(n, lab02::kBlock1d))
-          << "the default grid has more blocks than elements need";
-    }
+    check_grid_stride(n, blocks);
     if (HasFailure()) return;  // one grid's report is enough to act on
   }
 }
@@ -211,18 +129,7 @@ KIT_TEST_P(GridStrideInPlace, UpdatesEachElementExactlyOnce, "bounds.3", gpu, 2,
   const unsigned n = GetParam();
   for (const unsigned blocks : {7u, 0u}) {
     SCOPED_TRACE("scale_shift_grid_stride in place with " + grid_name(blocks));
-    const ScaleShiftCase c = make_scale_shift_case(n);
-    // The data sits inside the guards: poisoned first (arming the guards), then overwritten.
-    kit::GuardedBuffer<float> d_x(n);
-    KIT_CUDA_CHECK(cudaMemcpy(d_x.data(), c.in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    const kit::Launch launch =
-        lab02::scale_shift_grid_stride(n, c.a, c.b, d_x.data(), d_x.data(), blocks);
-    KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    // An element left as it was, or updated twice (a*(a*x+b)+b), is wrong here.
-    EXPECT_TRUE(kit::output_matches("x (updated in place)", c.expected, d_x, kScaleShiftTolerance,
-                                    kit::Shape::d1(n), launch))
-        << "each element must be handled by exactly one thread: a loop that steps by less than "
-           "the whole grid hands some elements to several threads";
+    check_grid_stride_in_place(n, blocks);
     if (HasFailure()) return;
   }
 }
@@ -231,10 +138,6 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GridStrideInPlace, ::testing::Values(1000u, (1u 
                          size_name);
 
 // ---- Step 4 ------------------------------------------------------------------------------------
-
-struct Config {
-  dim3 grid, block;
-};
 
 // Valid launches, the limits themselves included.
 const std::vector<Config> kValidConfigs = {
@@ -255,22 +158,8 @@ const std::vector<Config> kValidConfigs = {
 KIT_TEST(BoundsHost, ValidateAcceptsEveryValidLaunch, "bounds.4", host, 2,
          "validate_launch accepts valid launches, the limits included: 1024 threads, block.z 64, "
          "grid.x 2^31 - 1, grid.y and grid.z 65535") {
-  for (const Config& c : kValidConfigs) {
-    try {
-      lab02::validate_launch(c.grid, c.block);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "validate_launch rejected the valid " << describe_config(c.grid, c.block)
-                    << ": " << e.what();
-    }
-  }
+  for (const Config& c : kValidConfigs) expect_accepted(c);
 }
-
-struct InvalidConfig {
-  dim3 grid, block;
-  std::string culprit;                // "grid" or "block": the message must name it
-  std::vector<std::string> must_say;  // the value and the limit (or "zero")
-  std::string why;
-};
 
 const std::vector<InvalidConfig> kInvalidConfigs = {
     {dim3(1), dim3(2048), "block", {"2048", "1024"}, "2048 threads; a block holds at most 1024"},
@@ -297,30 +186,7 @@ const std::vector<InvalidConfig> kInvalidConfigs = {
 KIT_TEST(BoundsHost, ValidateRejectsEachBrokenLimit, "bounds.4", host, 4,
          "validate_launch throws std::invalid_argument naming the value and the limit, e.g. "
          "\"block (2048,1,1) has 2048 threads; the limit is 1024\"") {
-  for (const InvalidConfig& c : kInvalidConfigs) {
-    const std::string config = describe_config(c.grid, c.block);
-    try {
-      lab02::validate_launch(c.grid, c.block);
-      ADD_FAILURE() << "validate_launch accepted " << config << " (" << c.why << ")";
-    } catch (const std::invalid_argument& e) {
-      const std::string message = e.what();
-      std::vector<std::string> missing;
-      if (message.find(c.culprit) == std::string::npos) missing.push_back(c.culprit);
-      for (const std::string& word : c.must_say)
-        if (message.find(word) == std::string::npos) missing.push_back(word);
-      if (!missing.empty()) {
-        std::string list;
-        for (const std::string& word : missing)
-          list += (list.empty() ? "\"" : ", \"") + word + "\"";
-        ADD_FAILURE() << "validate_launch rejected " << config << " (" << c.why
-                      << ") with the message \"" << message << "\", which does not say " << list
-                      << ": name the " << c.culprit << ", the value and the limit";
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "validate_launch rejected " << config << " with a different exception ("
-                    << e.what() << "); throw std::invalid_argument";
-    }
-  }
+  for (const InvalidConfig& c : kInvalidConfigs) expect_rejected(c);
 }
 
 class LaunchConfig : public kit::GpuTest {};

@@ -119,8 +119,9 @@ def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
     ctx.stdout.write(textwrap.fill(f"{lab.id} · {step.id} · {step.title}", HINT_WIDTH,
                                    subsequent_indent="  ") + "\n")
     for i, hint in enumerate(step.hints[:shown], start=1):
-        ctx.stdout.write("\n" + textwrap.fill(hint, HINT_WIDTH, subsequent_indent="  ",
-                                              initial_indent=f"Hint {i}/{len(step.hints)}: ") + "\n")
+        first = f"Hint {i}/{len(step.hints)}: "
+        ctx.stdout.write("\n" + textwrap.fill(hint, HINT_WIDTH, initial_indent=first,
+                                              subsequent_indent="  ") + "\n")
     if shown < len(step.hints):
         ctx.stdout.write(f"\nStuck? Next:\n  {student_view.KIT} hint {lab.number} {step.suffix} "
                          f"--level {shown + 1}\n")
@@ -205,8 +206,8 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     else:
         ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
                          f"{reports.seed_text(seed)}\n")
-        show = console.StreamConsole(ctx.stdout, None if args.quiet else console.test_lines(ctx.stderr),
-                                     quiet=args.quiet)
+        lines = None if args.quiet else console.test_lines(ctx.stderr)
+        show = console.StreamConsole(ctx.stdout, lines, quiet=args.quiet)
     ctx.stdout.flush()
     options = runner.RunOptions(args.variant, seed, args.jobs, args.timeout)
     try:

@@ -146,7 +146,8 @@ class BuildLines(io.TextIOBase):
         lines = self.lines + ([self._partial] if self._partial else [])
         start = next((i for i, line in enumerate(lines) if line.startswith("FAILED: ")), None)
         if start is None:
-            start = max((i for i, line in enumerate(lines) if line.startswith("$ ")), default=-1) + 1
+            commands = [i for i, line in enumerate(lines) if line.startswith("$ ")]
+            start = commands[-1] + 1 if commands else 0
         shown = lines[start:]
         if len(shown) > FAILURE_LINES_MAX:
             shown = [f"... ({len(shown) - FAILURE_LINES_MAX} lines above left out)",
@@ -172,15 +173,13 @@ class _BuildStatus:
             changed = phase != self.phase
             self.phase, self.done, self.total = phase, None, None
             return changed
-        status = _NINJA_STATUS.match(line)
-        if status:
-            self.done, self.total = int(status.group(1)), int(status.group(2))
-            self.item = _item(status.group(3))
-        elif _MAKE_STATUS.match(line):
-            percent = _MAKE_STATUS.match(line)
-            assert percent is not None
-            self.done, self.total = int(percent.group(1)), 100
-            self.item = _item(percent.group(2))
+        ninja, make = _NINJA_STATUS.match(line), _MAKE_STATUS.match(line)
+        if ninja:
+            self.done, self.total = int(ninja.group(1)), int(ninja.group(2))
+            self.item = _item(ninja.group(3))
+        elif make:  # "[ 45%] Building ..." from Unix Makefiles
+            self.done, self.total = int(make.group(1)), 100
+            self.item = _item(make.group(2))
         elif line.strip() == "ninja: no work to do.":
             self.up_to_date = True
         return False

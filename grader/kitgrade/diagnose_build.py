@@ -39,10 +39,9 @@ class Diagnosis:
 def _builtin(matches: list[re.Match[str]], _: str) -> str:
     names = list(dict.fromkeys(m.group("linked") or m.group("named") for m in matches))
     used = f"{names[0]} is" if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]} are"
-    return (f"{used} used in code that runs on the CPU (a __host__ or __host__ __device__ "
-            "function, or a .cpp file), but blockIdx, threadIdx, blockDim and gridDim exist only "
-            "inside a kernel: read them in the __global__ kernel and pass them in as arguments, "
-            "as global_index_1d(blockIdx, blockDim, threadIdx) does.")
+    return (f"{used} read in code that runs on the CPU (a __host__ __device__ function, or a "
+            ".cpp file), but the built-ins exist only in a kernel: read them in the __global__ "
+            "kernel and pass them in, as global_index_1d(blockIdx, blockDim, threadIdx) does.")
 
 
 def _device_from_host(matches: list[re.Match[str]], source: str) -> str | None:
@@ -70,12 +69,12 @@ def _configured(_: list[re.Match[str]], __: str) -> str:
 
 def _unconfigured(_: list[re.Match[str]], __: str) -> str:
     return ("A kernel is launched, not called: write kernel<<<grid, block>>>(arguments), with the "
-            "grid and block sizes of the launch between the name and the arguments.")
+            "launch's grid and block sizes.")
 
 
 def _todo(_: list[re.Match[str]], __: str) -> str:
-    return ("TODO is not code: a line of a TODO region lost its // or a placeholder was left in; "
-            "replace it with the code the TODO(...) comment asks for, before its END(...) line.")
+    return ("TODO is not code: a line of a TODO region lost its // (or a placeholder was left "
+            "in); write the code the TODO(...) comment asks for.")
 
 
 def _void(_: list[re.Match[str]], __: str) -> str:
@@ -160,6 +159,7 @@ _CONTEXT = re.compile(r"(: In (member )?function|: in function|In file included 
 _NINJA = re.compile(r"^(FAILED: |ninja: |\[\d+/\d+\] )")
 _COMMAND = re.compile(r"^(: && )?(cd \S+ && )?\S*(nvcc|[gc]\+\+|gcc|cc|clang\+\+|clang|ar|ranlib|"
                       r"cmake|ld)(\s|$)")
+_UNDEFINED = re.compile(r"undefined reference to [`'‘]([^'’]+)[’']")
 _NOISE = re.compile(r"^Remark: The warnings can be suppressed|creating DT_TEXTREL in a PIE|"
                     r"warning: relocation against")
 
@@ -167,13 +167,25 @@ _NOISE = re.compile(r"^Remark: The warnings can be suppressed|creating DT_TEXTRE
 def filter_output(build_output: str) -> list[str]:
     """The compiler's and linker's own messages: every error, warning and note line, with the
     source lines and carets under it, and the "In function ..." lines that place them. Ninja's
-    progress and FAILED lines, the build commands and nvcc's suppression remark are dropped;
-    blank lines between messages are kept (one at most). Output that has none of these
+    progress and FAILED lines, the build commands, nvcc's suppression remark and the linker's
+    second and later undefined references to one symbol (counted) are dropped; blank lines
+    between messages are kept (one at most). Output that has none of these
     (a tool that died some other way) is returned whole, minus the noise."""
     kept: list[str] = []
     following = False  # inside a message: source lines and carets continue it
+    symbols: set[str] = set()
+    repeats = 0  # undefined references to a symbol already shown, since the last line kept
     for line in build_output.splitlines():
         text = line.rstrip()
+        undefined = _UNDEFINED.search(text)
+        if undefined and undefined.group(1) in symbols:
+            repeats += 1
+            continue
+        if repeats:
+            kept.append(f"  ({repeats} more undefined references to the symbols above)")
+            repeats = 0
+        if undefined:
+            symbols.add(undefined.group(1))
         if _NINJA.match(text) or _COMMAND.match(text) or _NOISE.search(text):
             following = False
             continue

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +35,7 @@ from typing import Any, TextIO
 
 from . import reports
 from .manifest import Lab, Manifest, Step
-from .model import LabResult, RunResult, Status
+from .model import LabResult, RunResult, Status, TestResult
 
 RECORD_FORMAT = 1
 PROGRESS_DIR = "progress"
@@ -135,18 +136,23 @@ def step_states(lab: Lab, record: Record | None) -> list[StepState]:
         if not tests:
             states.append(StepState(step, State.NOT_GRADED, "no test of this step ran"))
         elif problems:
-            states.append(StepState(step, State.FAILING,
-                                    f"{len(problems)} of {len(tests)} tests failing"))
+            detail = f"{len(problems)} of {len(tests)} tests failing"
+            if not_run:
+                detail += f", {len(not_run)} not run: {_reason(not_run)}"
+            states.append(StepState(step, State.FAILING, detail))
         elif not_run:
             no_device = all(t.lacked_device(record.gpu_available) for t in not_run)
-            reason = next((t.reason for t in not_run if t.reason), "skipped")
             passed = len(tests) - len(not_run)
-            detail = f"not run: {reason}" + (f" ({passed} of {len(tests)} tests passed)"
-                                             if passed else "")
+            detail = f"not run: {_reason(not_run)}" + (f" ({passed} of {len(tests)} tests passed)"
+                                                       if passed else "")
             states.append(StepState(step, State.NOT_RUN, detail, lacks_device=no_device))
         else:
             states.append(StepState(step, State.DONE))
     return states
+
+
+def _reason(not_run: list[TestResult]) -> str:
+    return next((t.reason for t in not_run if t.reason), "skipped")
 
 
 def student_files_changed(root: Path, lab: Lab, record: Record) -> bool:
@@ -202,18 +208,19 @@ _STYLES = {State.DONE: "green", State.FAILING: "red", State.NOT_RUN: "yellow",
            State.NOT_GRADED: "dim"}
 
 
-def render(labs: Sequence[LabProgress]) -> list[list[Segment]]:
+def render(labs: Sequence[LabProgress], width: int = 80) -> list[list[Segment]]:
+    """The whole page; a step's detail goes on a line of its own when it would pass `width`."""
     done = sum(p.done for p in labs)
     total = sum(len(p.steps) for p in labs)
     lines: list[list[Segment]] = [[("Progress ", "bold"), (bar(done, total), "bold")], []]
     for progress in labs:
-        lines.extend(_render_lab(progress))
+        lines.extend(_render_lab(progress, width))
         lines.append([])
     lines.extend(_render_next(labs))
     return lines
 
 
-def _render_lab(progress: LabProgress) -> list[list[Segment]]:
+def _render_lab(progress: LabProgress, width: int) -> list[list[Segment]]:
     lab, record = progress.lab, progress.record
     head: list[Segment] = [(f"{lab.id} · {lab.title}", "bold")]
     if record is None:
@@ -224,7 +231,7 @@ def _render_lab(progress: LabProgress) -> list[list[Segment]]:
         when = record.graded_at.astimezone().strftime("%Y-%m-%d %H:%M")
         gpu = "" if record.gpu_available else ", no GPU"
         head.append((f" — {reports.fraction(record.lab.score, record.lab.max_score)} points, "
-                     f"graded {when} (seed {record.seed}{gpu})", ""))
+                     f"graded {when}{gpu}", ""))
     lines = [head]
     if progress.changed:
         lines.append([("  changed since last grade: ", "yellow bold"),
@@ -232,9 +239,13 @@ def _render_lab(progress: LabProgress) -> list[list[Segment]]:
     for state in progress.steps:
         line: list[Segment] = [(f"  {state.state.value:<16}", _STYLES[state.state]),
                                (f"{state.step.suffix:<5} {state.step.title}", "")]
-        if state.detail:
-            line.append((f" — {state.detail}", _STYLES[state.state]))
         lines.append(line)
+        if state.detail:
+            detail = f" — {state.detail}"
+            if len(plain([line]).rstrip("\n")) + len(detail) <= width:
+                line.append((detail, _STYLES[state.state]))
+            else:
+                lines.append([(f"{'':<24}{state.detail}", _STYLES[state.state])])
     return lines
 
 
@@ -249,10 +260,10 @@ def _render_next(labs: Sequence[LabProgress]) -> list[list[Segment]]:
                        "yellow"), ("On a machine with a GPU, start with:", "")])
     lines.append([("Next: ", "bold"),
                   (f"lab {lab.id}, step {state.step.suffix}: {state.step.title}", "")])
-    lines.append([(f"  {KIT} hint {lab.number} {state.step.suffix}", "bold"),
-                  ("      a hint for this step", "dim")])
-    lines.append([(f"  {KIT} watch {lab.number}", "bold"),
-                  ("            regrade on every save", "dim")])
+    commands = [(f"{KIT} hint {lab.number} {state.step.suffix}", "a hint for this step"),
+                (f"{KIT} watch {lab.number}", "regrade on every save")]
+    width = max(len(command) for command, _ in commands) + 3
+    lines.extend([(f"  {command:<{width}}", "bold"), (what, "dim")] for command, what in commands)
     return lines
 
 
@@ -288,5 +299,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_progress(args: argparse.Namespace, ctx: Any) -> int:
     build_dir = (args.build_dir or ctx.root / "build").absolute()
-    write(render(load(ctx.root, build_dir, ctx.manifest())), ctx.stdout)
+    width = shutil.get_terminal_size((80, 24)).columns if reports.use_colour(ctx.stdout) else 80
+    write(render(load(ctx.root, build_dir, ctx.manifest()), width), ctx.stdout)
     return 0

@@ -16,7 +16,13 @@ What it proves, in order:
    alternative (an entry named right_*, which loses nothing) gets full marks;
 7. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
-8. the documentation site builds without a warning.
+8. the documentation site builds without a warning;
+9. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
+   included, and passes its own test command (this command, run inside it).
+
+In a student edition there is nothing to prove for 3 and 5-7 and 9 (no fake lab, solutions,
+known-wrong submissions or release command): it runs 1, 2, 4 (every stub compiles and fails, and
+every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. The last line reads

@@ -129,9 +129,11 @@ class _View:
     def _one_lab(self, lab: LabResult) -> list[str]:
         head = [self._header(f"{lab.lab} · {lab.title}")]
         if lab.error is not None:
-            return head + [self._paint(self._cut(f"Not graded: {lab.error}"), "31"),
-                           "Next: everything the grader said, with the build if needed:",
-                           f"  {self._grade_command(lab)} --verbose"]
+            return head + [self._paint(cut_middle(f"Not graded: {self._error(lab)}", self.width),
+                                       "31"),
+                           *self._wrap("Next: build it if needed and grade it, with every "
+                                       "message:"),
+                           self._cut(f"  {self._grade_command(lab)} --verbose")]
         steps = step_views(lab, self.gpu)
         head += self._step_table(steps)
         head.append(self._paint(self._score_line(lab), "1"))
@@ -167,12 +169,13 @@ class _View:
     def _header(self, what: str) -> str:
         device = self.run.device.get("name", "GPU") if self.gpu else "no GPU"
         source = f"submission {self.run.submission}" if self.run.submission else self.run.variant
-        return self._paint(self._cut(f"{what} · {source} · seed {self.run.seed} · {device}"), "1")
+        line = f"{what} · {source} · seed {self.run.seed} · {device}"
+        return self._paint(self._cut(line), "1")
 
     def _step_table(self, steps: Sequence[StepView]) -> list[str]:
-        label_w = max(len(s.label) for s in steps)
-        points_w = max(len(s.points) for s in steps)
-        state_w = max(len(s.state) for s in steps)
+        label_w = max((len(s.label) for s in steps), default=0)
+        points_w = max((len(s.points) for s in steps), default=0)
+        state_w = max((len(s.state) for s in steps), default=0)
         title_w = max(8, self.width - (2 + 2 + label_w + 2) - (2 + points_w) - (2 + state_w))
         rows = []
         for s in steps:
@@ -186,24 +189,31 @@ class _View:
         id_w = max(len(lab.lab) for lab in labs)
         points = {lab.lab: reports.fraction(lab.score, lab.max_score) for lab in labs}
         points_w = max(len(p) for p in points.values())
+        statuses = {lab.lab: self._lab_status(lab) for lab in labs if lab.error is None}
+        status_w = max((len(status) for _, status in statuses.values()), default=0)
+        title_w = max(8, self.width - (2 + 2 + id_w + 2) - (2 + points_w) - (2 + status_w))
         rows = []
         for lab in labs:
             if lab.error is not None:
-                rows.append(self._marked(FAILING, f"{lab.lab:<{id_w}}  not graded: {lab.error}"))
+                line = cut_middle(f"  {_MARKS[FAILING]} {lab.lab:<{id_w}}  not graded: "
+                                  f"{self._error(lab)}", self.width)
+                rows.append(self._marked(FAILING, line[4:]))
                 continue
-            steps = step_views(lab, self.gpu)
-            step = first_unfinished(steps)
-            if step is not None:
-                state, status = step.state, f"{step.label} {step.state}"
-            elif all(s.state == DONE for s in steps):
-                state, status = DONE, DONE
-            else:
-                state, status = NO_DEVICE, "GPU steps not run"
-            title_w = max(8, self.width - (2 + 2 + id_w + 2) - (2 + points_w) - (2 + len(status)))
+            state, status = statuses[lab.lab]
             middle = (f" {lab.lab:<{id_w}}  {reports._truncate(lab.title, title_w):<{title_w}}"
                       f"  {points[lab.lab]:>{points_w}}  ")
             rows.append(self._row(state, middle, status))
         return rows
+
+    def _lab_status(self, lab: LabResult) -> tuple[str, str]:
+        """(state, what the lab table says): its first unfinished step, done, or no GPU."""
+        steps = step_views(lab, self.gpu)
+        step = first_unfinished(steps)
+        if step is not None:
+            return step.state, f"{step.label} {step.state}"
+        if all(s.state == DONE for s in steps):
+            return DONE, DONE
+        return NO_DEVICE, "GPU steps not run"
 
     def _row(self, state: str, middle: str, status: str) -> str:
         """ "  <mark><middle><status>", cut to the width before the colours go on."""
@@ -245,7 +255,7 @@ class _View:
         lacking = sum(1 for t in step.tests if t.lacked_device(self.gpu))
         if lacking:
             what += f", {lacking} need a GPU"
-        return f"{where}{step.label} · {step.title}: {what}"
+        return f"{where}{step.label}: {what} · {step.title}"
 
     def _failures(self, step: StepView, room: int) -> list[str]:
         """The first one or two failing tests: title, then the start of the message, in the
@@ -285,7 +295,8 @@ class _View:
         congratulations and the next lab."""
         graded = [lab for lab in labs if lab.error is None]
         if len(graded) < len(labs):
-            return ["", "Every lab that could be graded passed; see why the others could not:",
+            return ["", *self._wrap("Every lab that could be graded passed; why the others "
+                                    "could not:"),
                     self._cut(f"  {self._grade_command(*labs)} --verbose")]
         if any(t.lacked_device(self.gpu) for lab in graded for t in lab.tests):
             return ["", *self._wrap("Every test that could run here passed. The GPU steps need "
@@ -299,7 +310,7 @@ class _View:
             return out + [self._cut(f"Next lab: {lab_id} · {title} (docs/labs/{lab_id}.md):"),
                           self._cut(f"  {KIT} grade {number}{self._flags()}")]
         suffix = "_reference" if self.run.variant == "reference" else ""
-        return out + ["That was the last lab. Benchmark your kernels, for example:",
+        return out + [*self._wrap("That was the last lab. Benchmark your kernels, for example:"),
                       self._cut(f"  build/bin/bench_{graded[-1].lab}{suffix}")]
 
     def _next_lab(self, after: str) -> tuple[str, str, str] | None:
@@ -326,6 +337,12 @@ class _View:
     def _wrap(self, text: str) -> list[str]:
         return textwrap.wrap(text, self.width, break_on_hyphens=False) or [""]
 
+    def _error(self, lab: LabResult) -> str:
+        """Why the lab could not be graded, its paths shortened to file names when the whole
+        line would not fit (the end says what went wrong: "... was killed by SIGSEGV")."""
+        error = lab.error or ""
+        return error if len(error) + 30 <= self.width else _DIRECTORIES.sub("", error)
+
     def _marked(self, state: str, text: str) -> str:
         """ "  <mark> <text>" cut to the width, then the mark coloured."""
         plain = self._cut(f"  {_MARKS[state]} {text}")
@@ -345,8 +362,19 @@ def cut(line: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
+def cut_middle(line: str, width: int) -> str:
+    """Like cut(), but keeps the end too: an error's last words say what went wrong."""
+    line = line.rstrip()
+    if len(line) <= width:
+        return line
+    head = width // 2
+    return line[:head].rstrip() + "…" + line[len(line) - (width - head - 1):].lstrip()
+
+
 # ---------------------------------------------------------------- failure messages
 
+_DIRECTORIES = re.compile(r"(?<![\w.~])/(?:[^\s/]+/)+")
+"""The directories of an absolute path: "/work/build/bin/grade_01" -> "grade_01"."""
 _LOCATION = re.compile(r"^(\S+\.(cu|cuh|cpp|cc|cxx|c|h|hpp):\d+|unknown file)(: (Failure|error))?$")
 _NOISE = re.compile(r"^(Failure|Failed|seed \d+ \(rerun with KIT_SEED=\d+\))$")
 _LITERAL = re.compile(r"^-?[0-9][0-9.e+-]*[uUlLfF]*$")
@@ -354,8 +382,9 @@ _LITERAL = re.compile(r"^-?[0-9][0-9.e+-]*[uUlLfF]*$")
 
 def message_lines(test: TestResult) -> list[str]:
     """The start of what a failing test told the student, compacted: GoogleTest's five-line
-    "Expected equality of these values" becomes one line, and file:line locations, blank lines
-    and the seed line (the view shows the seed) are left out."""
+    "Expected equality of these values" becomes one line ("expected 4, got 0: f(1000, 256)"),
+    and file:line locations, blank lines and the seed line (the view shows the seed) are left
+    out."""
     lines = []
     if test.reason:
         lines.append(reports.describe(test))
@@ -374,21 +403,22 @@ def _compact(raw: list[str]) -> list[str]:
         if line == "Expected equality of these values:":
             sides, i = _equality_sides(raw, i)
             if len(sides) == 2:
-                out.append("not equal: " + ", ".join(sides))
+                out.append(_equality(*sides))
                 continue
         if line.startswith("Value of: ") and i + 1 < len(raw):
             actual, expected = raw[i].strip(), raw[i + 1].strip()
             if actual.startswith("Actual: ") and expected.startswith("Expected: "):
-                out.append(f"{line[len('Value of: '):]} is {actual[len('Actual: '):]}, "
-                           f"expected {expected[len('Expected: '):]}")
+                out.append(f"expected {expected[len('Expected: '):]}, "
+                           f"got {actual[len('Actual: '):]}: {line[len('Value of: '):]}")
                 i += 2
                 continue
         out.append(line)
     return out
 
 
-def _equality_sides(raw: list[str], i: int) -> tuple[list[str], int]:
-    """The two "expression (= value)" sides after "Expected equality of these values:"."""
+def _equality_sides(raw: list[str], i: int) -> tuple[list[tuple[str, str, bool]], int]:
+    """The two sides after "Expected equality of these values:", each (expression, value,
+    whether the expression is a literal: "4u", or a number GoogleTest shows without "Which is")."""
     sides = []
     while len(sides) < 2 and i < len(raw) and raw[i].startswith("  ") \
             and not raw[i].startswith("    "):
@@ -397,11 +427,20 @@ def _equality_sides(raw: list[str], i: int) -> tuple[list[str], int]:
         if i < len(raw) and raw[i].strip().startswith("Which is: "):
             value = raw[i].strip()[len("Which is: "):]
             i += 1
-            literal = _LITERAL.match(expression) and expression.rstrip("uUlLfF") == value
-            sides.append(value if literal else f"{expression} = {value}")
+            literal = bool(_LITERAL.match(expression)) and expression.rstrip("uUlLfF") == value
+            sides.append((expression, value, literal))
         else:
-            sides.append(expression)
+            sides.append((expression, expression, bool(_LITERAL.match(expression))))
     return sides, i
+
+
+def _equality(a: tuple[str, str, bool], b: tuple[str, str, bool]) -> str:
+    """One line, the values first so a cut keeps them: "expected 4, got 0: f(1000, 256)" when
+    one side is a literal (that is the expected value), else "0 ≠ 7: f(n) vs want"."""
+    if a[2] != b[2]:
+        (expression, got, _), (_, expected, _) = (b, a) if a[2] else (a, b)
+        return f"expected {expected}, got {got}: {expression}"
+    return f"{a[1]} ≠ {b[1]}: {a[0]} vs {b[0]}"
 
 
 def _kit_manifest() -> Manifest | None:

@@ -5,8 +5,8 @@ size and inode) every 0.3 s; a save starts a new build and grade within half a s
 grade replaces the screen (on a terminal) with the student view of the result; a file that does
 not compile shows the compiler's own messages (without the build tool's noise), an explanation
 of the errors the kit knows (kitgrade.diagnose_build), and waits for the next save. The bottom
-lines say when the change was seen, when it was saved and when the grade ended, and which files
-are watched. Ctrl-C stops it (exit code 0); the tests still running are killed.
+lines say when the change was seen (and how long after the save), when the grade ended, and
+which files are watched. Ctrl-C stops it (exit code 0); the tests still running are killed.
 
 Every grade is a student grade of labs/, so `kit.py progress` shows it.
 """
@@ -27,13 +27,16 @@ from typing import Any, TextIO
 
 from . import diagnose_build, progress, protocol, reports, runner
 from .build import BuildError, ensure_built
-from .manifest import Lab
+from .manifest import Lab, Manifest
 from .model import RunResult
 
 POLL_S = 0.3
 SETTLE_S = 0.05
 """After a change is seen, how long to wait for the editor to finish writing (once or twice)."""
 CLEAR = "\033[H\033[2J"
+MAX_WIDTH = 120
+"""The student view takes the terminal's width up to this (as `kit.py grade` does)."""
+_NBSP = "\u00a0"  # keeps `<<<grid, block>>>` on one line when an explanation is wrapped
 
 Fingerprint = tuple[tuple[int, int, int] | None, ...]
 
@@ -84,7 +87,7 @@ def build_and_grade(root: Path, build_dir: Path, lab: Lab,
     return Attempt(run=run)
 
 
-def render_run(run: RunResult, width: int, colour: bool) -> str:
+def render_run(run: RunResult, width: int, colour: bool, manifest: Manifest | None = None) -> str:
     """The student view (kitgrade.student_view) of a grade; the instructor table until that
     module exists."""
     try:
@@ -93,7 +96,7 @@ def render_run(run: RunResult, width: int, colour: bool) -> str:
         if err.name != f"{__package__}.student_view":
             raise
         return reports.render_terminal(run, colour)
-    return student_view.render(run, width=width, colour=colour)
+    return student_view.render(run, width=min(width, MAX_WIDTH), colour=colour, manifest=manifest)
 
 
 def _clock(t: float) -> str:
@@ -179,19 +182,23 @@ class Watcher:
 
     def _build_failure(self, attempt: Attempt, size: os.terminal_size, footer: int) -> list[str]:
         messages = diagnose_build.filter_output(attempt.build_output)
-        why = [line for text in diagnose_build.explain(attempt.build_output)
-               for line in textwrap.wrap(text, max(size.columns - 1, 40), subsequent_indent="     ")]
-        head = ["Build failed: the compiler says", ""]
+        why = [line.replace(_NBSP, " ") for text in diagnose_build.explain(attempt.build_output)
+               for line in textwrap.wrap(text.replace("<<<grid, block>>>", f"<<<grid,{_NBSP}block>>>"),
+                                         max(size.columns - 1, 40), subsequent_indent="     ")]
+        head = ["Build failed: the compiler says:"]
         if self.tty:  # keep the first error on the screen: it is the one to fix
-            room = max(size.lines - len(head) - len(why) - footer - 4, 6)
-            if len(messages) > room:
-                hidden = len(messages) - room + 1
-                messages = messages[:room - 1] + [f"... ({hidden} more lines; fix the first "
-                                                  "error first)"]
+            room = max(size.lines - len(head) - len(why) - footer - 4, 6)  # 4: blanks, last lines
+            rows = [-(-max(len(line), 1) // size.columns) for line in messages]  # wrapped
+            if sum(rows) > room:
+                shown = 0
+                while sum(rows[:shown + 1]) < room:
+                    shown += 1
+                messages = messages[:shown] + [f"... ({len(messages) - shown} more lines; fix "
+                                               "the first error first)"]
         if not messages:
             messages = [attempt.build_error or "the build failed"]
         tail = ["", *why] if why else []
-        return [*head, *messages, *tail, "", "Fix it and save: watch rebuilds on the next save."]
+        return [*head, *messages, *tail, "Fix the first error and save: watch rebuilds then."]
 
     @staticmethod
     def _timing(attempt: Attempt, change: Change | None, started: float, finished: float) -> str:
@@ -199,8 +206,8 @@ class Watcher:
         if change is None:
             return f"first grade started {_clock(started)}, {what} {_clock(finished)}"
         lag = max(change.seen_at - change.saved_at, 0.0)
-        return (f"change seen {_clock(change.seen_at)} (saved {_clock(change.saved_at)}, "
-                f"+{lag:.2f} s), {what} {_clock(finished)}")
+        return (f"change seen {_clock(change.seen_at)} ({lag:.2f} s after the save), "
+                f"{what} {_clock(finished)}")
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -246,7 +253,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_watch(args: argparse.Namespace, ctx: Any) -> int:
     from .cli import _check_thresholds, _env_seed, _find_lab  # late: cli imports this module
 
-    lab = _find_lab(ctx.manifest(), args.lab)
+    manifest = ctx.manifest()
+    lab = _find_lab(manifest, args.lab)
     build_dir = (args.build_dir or ctx.root / "build").absolute()
     _check_thresholds(ctx)
 
@@ -260,5 +268,6 @@ def _cmd_watch(args: argparse.Namespace, ctx: Any) -> int:
     ctx.stdout.flush()
     watcher = Watcher(paths, shown_files(lab),
                       lambda: build_and_grade(ctx.root, build_dir, lab, options),
-                      out=ctx.stdout, poll_s=args.interval, max_cycles=args.max_cycles)
+                      out=ctx.stdout, poll_s=args.interval, max_cycles=args.max_cycles,
+                      render=lambda run, width, colour: render_run(run, width, colour, manifest))
     return watcher.run()

@@ -190,14 +190,30 @@ class BuildTest(CliCase):
 
     def test_configures_then_builds_only_needed_targets(self) -> None:
         log = self.fake_cmake(0)
-        code, out, _ = self.grade("02", "--variant", "reference")
+        code, out, _ = self.grade("02", "--variant", "reference", "--verbose")
         build = self.root / "build"
         calls = log.read_text().splitlines()
         self.assertTrue(calls[0].startswith(f"-S {self.root} -B {build}"), calls[0])
         self.assertIn("-DCMAKE_BUILD_TYPE=Release", calls[0])
         self.assertEqual(calls[1], f"--build {build} --target reference_02_beta -j {os.cpu_count()}")
-        self.assertIn("cmake output line", out)
+        self.assertIn("cmake output line", out)  # --verbose streams the build's output
         self.assertEqual(code, ExitCode.BUILD_OR_BINARY)  # the fake build made no reference binary
+
+    def test_a_student_sees_a_line_per_build_phase_not_its_output(self) -> None:
+        self.fake_cmake(0)
+        code, out, _ = self.grade("02", "--variant", "reference")
+        self.assertNotIn("cmake output line", out)
+        self.assertIn("Configuring the build (first time only) ...\n"
+                      "Building reference_02_beta ...\nBuilt reference_02_beta in ", out)
+        self.assertIn("Not graded: binary not built", out)
+        self.assertEqual(code, ExitCode.BUILD_OR_BINARY)
+
+    def test_a_student_sees_the_output_of_a_failed_build(self) -> None:
+        self.fake_cmake(1)
+        code, out, err = self.grade("01")
+        self.assertEqual(code, ExitCode.BUILD_OR_BINARY)
+        self.assertIn("cmake output line", out)
+        self.assertIn("build failed:", err)
 
     def test_build_failure_is_3(self) -> None:
         self.fake_cmake(1)

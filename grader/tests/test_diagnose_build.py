@@ -67,6 +67,32 @@ collect2: error: ld returned 1 exit status
 ninja: build stopped: subcommand failed.
 """
 
+# The kit itself, lab 01's global_index_1d written with the built-ins: the grader's host test
+# calls it, so the grader binary does not link (ccache + nvcc 13.0, ninja, GNU ld).
+KIT_LINK = """\
+[0/2] Re-checking globbed directories...
+[1/1] Linking CXX executable bin/grade_01_indexing
+FAILED: bin/grade_01_indexing 
+: && /usr/bin/c++ -O3 -DNDEBUG  grader/01_indexing/CMakeFiles/grade_01_indexing.dir/test_indexing.cu.o grader/01_indexing/CMakeFiles/grade_01_indexing.dir/__/__/common/src/test_main.cpp.o -o bin/grade_01_indexing -L/usr/local/cuda/targets/x86_64-linux/lib grader/01_indexing/liblab_01_indexing_student.a  common/libkit_test.a  common/libkit_common.a  /usr/local/cuda/lib/libcudart_static.a  /usr/lib/x86_64-linux-gnu/librt.a  -ldl  /usr/lib/x86_64-linux-gnu/libgtest.a  -lcudadevrt  -lcudart_static  -lrt  -lpthread  -ldl && :
+/usr/bin/ld: grader/01_indexing/CMakeFiles/grade_01_indexing.dir/test_indexing.cu.o: warning: relocation against `__device_builtin_variable_blockIdx' in read-only section `.text'
+/usr/bin/ld: grader/01_indexing/CMakeFiles/grade_01_indexing.dir/test_indexing.cu.o: in function `(anonymous namespace)::IndexingHost_GlobalIndexSkipsEarlierBlocks_Test::TestBody()':
+tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2ea0): undefined reference to `__device_builtin_variable_blockIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2ea7): undefined reference to `__device_builtin_variable_blockDim'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2ead): undefined reference to `__device_builtin_variable_threadIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2f39): undefined reference to `__device_builtin_variable_blockIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2f40): undefined reference to `__device_builtin_variable_blockDim'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2f4e): undefined reference to `__device_builtin_variable_threadIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2fc3): undefined reference to `__device_builtin_variable_blockIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2fca): undefined reference to `__device_builtin_variable_blockDim'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x2fd8): undefined reference to `__device_builtin_variable_threadIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x310c): undefined reference to `__device_builtin_variable_blockDim'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x31c1): undefined reference to `__device_builtin_variable_blockIdx'
+/usr/bin/ld: tmpxft_000074e5_00000000-6_test_indexing.compute_90.cudafe1.cpp:(.text+0x31ca): undefined reference to `__device_builtin_variable_threadIdx'
+/usr/bin/ld: warning: creating DT_TEXTREL in a PIE
+collect2: error: ld returned 1 exit status
+ninja: build stopped: subcommand failed.
+"""
+
 # A __device__ helper called by a launcher, on the line of a launch of a plain function.
 NINJA_DEVICE = """\
 [1/3] Building CUDA object CMakeFiles/lab.dir/todo.cu.o
@@ -199,19 +225,19 @@ class ExplainTest(unittest.TestCase):
         return lines
 
     def test_builtins_in_host_code_at_link_time(self) -> None:
-        for text, names in ((NINJA_LINK, "blockIdx, blockDim and threadIdx are used"),
-                            (BUILTIN_IN_MAIN, "blockIdx, blockDim, threadIdx and gridDim are used")):
+        for text, names in ((NINJA_LINK, "blockIdx, blockDim and threadIdx are read"),
+                            (BUILTIN_IN_MAIN, "blockIdx, blockDim, threadIdx and gridDim are read")):
             lines = self.explain(text)
             self.assertEqual(len(lines), 1, lines)
             self.assertTrue(lines[0].startswith(f"why: {names} in code that runs on the CPU"), lines)
-            self.assertIn("pass them in as arguments", lines[0])
+            self.assertIn("pass them in, as global_index_1d(blockIdx, blockDim, threadIdx)", lines[0])
             self.assertTrue(lines[0].endswith('(docs/labs/01_indexing.md, "One kernel, many threads")'))
 
     def test_builtins_named_by_the_compiler(self) -> None:
         for text in (BUILTIN_IN_CPP, BUILTIN_IDENTIFIER, BUILTIN_CONSTEXPR):
             lines = self.explain(text)
             self.assertEqual(len(lines), 1, lines)
-            self.assertTrue(lines[0].startswith("why: threadIdx is used in code that runs on the CPU"))
+            self.assertTrue(lines[0].startswith("why: threadIdx is read in code that runs on the CPU"))
 
     def test_device_function_called_from_host(self) -> None:
         lines = self.explain(DEVICE_FROM_HOST)
@@ -284,6 +310,18 @@ class FilterTest(unittest.TestCase):
         self.assertIn("in function `global_index_1d()':", text)
         self.assertIn("undefined reference to `__device_builtin_variable_threadIdx'", text)
         self.assertEqual(kept[-1], "collect2: error: ld returned 1 exit status")
+
+    def test_repeated_undefined_references_are_counted_not_shown(self) -> None:
+        kept = diagnose_build.filter_output(KIT_LINK)
+        self.assertEqual(len(kept), 6, kept)
+        self.assertIn("in function `(anonymous namespace)::IndexingHost_GlobalIndexSkipsEarlierBlocks",
+                      kept[0])
+        self.assertEqual([k.rsplit(" ", 1)[-1] for k in kept[1:4]],
+                         ["`__device_builtin_variable_blockIdx'", "`__device_builtin_variable_blockDim'",
+                          "`__device_builtin_variable_threadIdx'"])
+        self.assertEqual(kept[4:], ["  (9 more undefined references to the symbols above)",
+                                    "collect2: error: ld returned 1 exit status"])
+        self.assertIn("blockIdx, blockDim and threadIdx are read", diagnose_build.explain(KIT_LINK)[0])
 
     def test_gcc_source_lines_and_carets(self) -> None:
         self.assertEqual(diagnose_build.filter_output(BUILTIN_IN_CPP),

@@ -97,7 +97,8 @@ class FromGitTest(ResetCase):
         code, out, _ = self.kit("01", stdin=FakeTerminal("n\n"))
         self.assertEqual(code, 0)
         self.assertRegex(out, r"^Reset labs/01_alpha/a\.cu to the stub\? Your version is kept as "
-                              r"a\.cu\.backup-\d{8}-\d{6}\.  \[y/N\] labs/01_alpha/a\.cu: left as it is\.\n$")
+                              r"a\.cu\.backup-\d{8}-\d{6}\.  \[y/N\] "
+                              r"labs/01_alpha/a\.cu: left as it is\.\n$")
         self.assertEqual((self.lab / "a.cu").read_text(), MINE)
         code, out, _ = self.kit("01", stdin=FakeTerminal(""))  # end of input: no
         self.assertEqual((self.lab / "a.cu").read_text(), MINE)

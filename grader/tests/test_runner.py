@@ -175,10 +175,17 @@ class PerfAndDeviceTest(unittest.TestCase):
             (lab,) = grade(["01_alpha"], self.tmp)
         gpu, perf = lab.tests[1], lab.tests[2]
         self.assertEqual((gpu.status, gpu.reason), (Status.NOT_RUN, NO_DEVICE_REASON))
-        self.assertEqual((perf.status, perf.reason), (Status.NOT_RUN, runner.PERF_GATE_REASON))
+        # Only the GPU was missing, so the perf test says that, not that correctness failed.
+        self.assertEqual((perf.status, perf.reason), (Status.NOT_RUN, NO_DEVICE_REASON))
         self.assertEqual((gpu.score, perf.score, lab.score, lab.max_score), (0, 0, 2, 8))
         self.assertTrue(gpu.lacked_device(False) and perf.lacked_device(False))
         self.assertFalse(lab.tests[0].lacked_device(False))
+
+    def test_no_gpu_and_a_failing_host_test_close_the_perf_gate(self) -> None:
+        with fake_env(FAKE_TESTS="fail,gpu,perf"):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        self.assertEqual((lab.tests[-1].status, lab.tests[-1].reason),
+                         (Status.NOT_RUN, runner.PERF_GATE_REASON))
 
     def test_perf_gate_is_per_lab(self) -> None:
         with fake_env(FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,perf", FAKE_TESTS_02_BETA="fail,perf"):

@@ -67,7 +67,7 @@ const std::vector<DeviceSpec>& unseen_gpus() {
   static const std::vector<DeviceSpec> gpus = {
       gpu_spec("Tesla V100-SXM2-16GB", 7, 0, 80, 2048, 32, 96, 96, 0),
       gpu_spec("NVIDIA B200", 10, 0, 148, 2048, 32, 228, 227, 1024),
-      gpu_spec("NVIDIA GeForce RTX 5090", 12, 0, 170, 1536, 32, 100, 99, 1024),
+      gpu_spec("NVIDIA GeForce RTX 5090", 12, 0, 170, 1536, 24, 100, 99, 1024),
       gpu_spec("H100 with regsPerBlock 32768 (a block may use half the register file, as on "
                "Jetson TX1/TX2)",
                9, 0, 132, 2048, 32, 228, 227, 1024, 32768),

@@ -1,0 +1,202 @@
+// What lab 02's graders share (test_bounds.cu and the hidden tests in hidden/): the tolerances,
+// how launch configurations read in messages, and the checks that run one of the lab's launchers
+// on a fresh random case and compare every element, the guards around the output and the input.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bounds.h"
+#include "kit/check.h"
+#include "kit/test.h"
+
+namespace lab02_grader {
+
+using kit::Tolerance;
+
+// a in [-2, 2], b and the inputs in [-1, 1]: results are below 3 in magnitude, where one float
+// rounding is at most 2^-22 ~ 2.4e-7. a * x + b rounds once (fused) or twice, so 1e-6 admits both,
+// while an element computed from the wrong input, or updated twice, is off by ~1 on average.
+inline const Tolerance kScaleShiftTolerance{1e-6, 0.0,
+                                            "a * x + b below 3 in magnitude: one or two roundings "
+                                            "of at most 2.4e-7"};
+
+// in + u * v with every value in [-1, 1]: results below 2 in magnitude, one or two roundings of at
+// most 2.4e-7 each.
+inline const Tolerance kRank1Tolerance{1e-6, 0.0,
+                                       "in + u * v below 2 in magnitude: one or two roundings of "
+                                       "at most 2.4e-7"};
+
+inline std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
+  return "n_" + std::to_string(info.param);
+}
+
+inline std::string dims(const dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+inline std::string describe_config(const dim3& grid, const dim3& block) {
+  return "grid " + dims(grid) + " x block " + dims(block);
+}
+
+// ---- Steps 1, 3 and perf: the 1D scale-shift ----------------------------------------------------
+
+// Random a, b and input of size n, and the expected a * in + b (computed in double, rounded once).
+struct ScaleShiftCase {
+  float a = 0, b = 0;
+  std::vector<float> in, expected;
+};
+
+inline ScaleShiftCase make_scale_shift_case(unsigned n) {
+  auto rng = kit::test_random();
+  ScaleShiftCase c;
+  c.a = rng.uniform(-2, 2);
+  c.b = rng.uniform(-1, 1);
+  c.in = rng.floats(n, -1, 1);
+  c.expected.resize(n);
+  for (unsigned i = 0; i < n; ++i) c.expected[i] = static_cast<float>(double(c.a) * c.in[i] + c.b);
+  return c;
+}
+
+// Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out)) on a fresh
+// case of size n and checks every element, the guards and the input.
+template <class Launcher>
+void check_scale_shift(Launcher launcher, unsigned n) {
+  const ScaleShiftCase c = make_scale_shift_case(n);
+  kit::DeviceBuffer<float> d_in(c.in);
+  kit::GuardedBuffer<float> d_out(n);
+  const kit::Launch launch = launcher(n, c.a, c.b, d_in.data(), d_out.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("out", c.expected, d_out, kScaleShiftTolerance, kit::Shape::d1(n),
+                                  launch));
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, c.in));
+}
+
+inline std::string grid_name(unsigned blocks) {
+  return blocks == 0 ? std::string("the default grid") : std::to_string(blocks) + "-block grid";
+}
+
+// scale_shift_grid_stride over n elements with `blocks` blocks (0: its default grid), checked as
+// check_scale_shift does; also checks that a forced grid is launched as given, and that the
+// default grid has no more blocks than the elements need. Returns the launch it used.
+inline kit::Launch check_grid_stride(unsigned n, unsigned blocks) {
+  kit::Launch used;
+  check_scale_shift(
+      [&](unsigned count, float a, float b, const float* in, float* out) {
+        used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks);
+        return used;
+      },
+      n);
+  if (blocks > 0) {
+    EXPECT_EQ(used.grid.x, blocks) << "a forced grid must be launched as given";
+  } else {
+    EXPECT_LE(used.grid.x, lab02::ceil_div(n, lab02::kBlock1d))
+        << "the default grid has more blocks than elements need";
+  }
+  return used;
+}
+
+// scale_shift_grid_stride in place (out == in) over n elements with `blocks` blocks (0: its
+// default grid): every element must be updated exactly once.
+inline void check_grid_stride_in_place(unsigned n, unsigned blocks) {
+  const ScaleShiftCase c = make_scale_shift_case(n);
+  // The data sits inside the guards: poisoned first (arming the guards), then overwritten.
+  kit::GuardedBuffer<float> d_x(n);
+  KIT_CUDA_CHECK(cudaMemcpy(d_x.data(), c.in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const kit::Launch launch =
+      lab02::scale_shift_grid_stride(n, c.a, c.b, d_x.data(), d_x.data(), blocks);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  // An element left as it was, or updated twice (a*(a*x+b)+b), is wrong here.
+  EXPECT_TRUE(kit::output_matches("x (updated in place)", c.expected, d_x, kScaleShiftTolerance,
+                                  kit::Shape::d1(n), launch))
+      << "each element must be handled by exactly one thread: a loop that steps by less than "
+         "the whole grid hands some elements to several threads";
+}
+
+// ---- Step 2: the rank-1 update ------------------------------------------------------------------
+
+struct Shape2 {
+  unsigned rows, cols;
+};
+
+inline std::string shape_name(const ::testing::TestParamInfo<Shape2>& info) {
+  return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols);
+}
+
+// rank1_update on a fresh random rows x cols case: every element, the guards and the inputs.
+inline void check_rank1_update(unsigned rows, unsigned cols) {
+  auto rng = kit::test_random();
+  const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
+  const auto u = rng.floats(rows, -1, 1), v = rng.floats(cols, -1, 1);
+  std::vector<float> expected(in.size());
+  for (unsigned r = 0; r < rows; ++r)
+    for (unsigned c = 0; c < cols; ++c) {
+      const std::size_t i = std::size_t(r) * cols + c;
+      expected[i] = static_cast<float>(double(in[i]) + double(u[r]) * v[c]);
+    }
+
+  kit::DeviceBuffer<float> d_in(in), d_u(u), d_v(v);
+  kit::GuardedBuffer<float> d_out(in.size());
+  const kit::Launch launch =
+      lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(), d_out.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(kit::output_matches("out", expected, d_out, kRank1Tolerance,
+                                  kit::Shape::d2(rows, cols), launch));
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
+  EXPECT_TRUE(kit::input_unchanged("u", d_u, u));
+  EXPECT_TRUE(kit::input_unchanged("v", d_v, v));
+}
+
+// ---- Step 4: launch configurations --------------------------------------------------------------
+
+struct Config {
+  dim3 grid, block;
+};
+
+struct InvalidConfig {
+  dim3 grid, block;
+  std::string culprit;                // "grid" or "block": the message must name it
+  std::vector<std::string> must_say;  // the value and the limit (or "zero")
+  std::string why;
+};
+
+// validate_launch must return normally for a valid configuration.
+inline void expect_accepted(const Config& c) {
+  try {
+    lab02::validate_launch(c.grid, c.block);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "validate_launch rejected the valid " << describe_config(c.grid, c.block)
+                  << ": " << e.what();
+  }
+}
+
+// validate_launch must throw std::invalid_argument naming the culprit, the value and the limit.
+inline void expect_rejected(const InvalidConfig& c) {
+  const std::string config = describe_config(c.grid, c.block);
+  try {
+    lab02::validate_launch(c.grid, c.block);
+    ADD_FAILURE() << "validate_launch accepted " << config << " (" << c.why << ")";
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    std::vector<std::string> missing;
+    if (message.find(c.culprit) == std::string::npos) missing.push_back(c.culprit);
+    for (const std::string& word : c.must_say)
+      if (message.find(word) == std::string::npos) missing.push_back(word);
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string& word : missing) list += (list.empty() ? "\"" : ", \"") + word + "\"";
+      ADD_FAILURE() << "validate_launch rejected " << config << " (" << c.why
+                    << ") with the message \"" << message << "\", which does not say " << list
+                    << ": name the " << c.culprit << ", the value and the limit";
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "validate_launch rejected " << config << " with a different exception ("
+                  << e.what() << "); throw std::invalid_argument";
+  }
+}
+
+}  // namespace lab02_grader
