@@ -142,6 +142,23 @@ inline int random_block(kit::Random& rng) {
   return static_cast<int>(rng.uniform_int(1025, 1100));  // larger than any GPU allows
 }
 
+// `cases` random kernels and launches on `gpu`: the student's occupancy against the oracle's.
+inline ::testing::AssertionResult random_kernels_agree(kit::Random& rng, const DeviceSpec& gpu,
+                                                       int cases, const std::string& what) {
+  Mismatches wrong;
+  for (int i = 0; i < cases; ++i) {
+    const KernelResources k = random_kernel(rng, gpu);
+    const int block = random_block(rng);
+    const std::size_t dynamic = random_dynamic(rng, gpu, k);
+    const Occupancy expected = oracle::occupancy(gpu, k, block, dynamic);
+    const Occupancy got = lab06::occupancy(gpu, k, block, dynamic);
+    if (!same(expected, got))
+      wrong.add(describe_case(gpu, k, block, dynamic) + "\n  expected: " + describe(expected) +
+                "\n  yours:    " + describe(got));
+  }
+  return wrong.verdict(cases, what);
+}
+
 inline const DeviceSpec& h100() { return lab06::known_gpu(9, 0); }
 
 // The simple model, written out once more for the random cases.

@@ -45,6 +45,7 @@ using lab06_grader::Mismatches;
 using lab06_grader::random_block;
 using lab06_grader::random_dynamic;
 using lab06_grader::random_kernel;
+using lab06_grader::random_kernels_agree;
 using lab06_grader::same;
 using lab06_grader::same_choice;
 using lab06_grader::simple_expected;
@@ -305,21 +306,8 @@ class OccupancyExactOnEachGpu : public ::testing::TestWithParam<DeviceSpec> {};
 KIT_TEST_P(OccupancyExactOnEachGpu, AgreesWithCudaOccupancyH, "occupancy.2", host, 2,
            "4000 random kernels and launches: every field agrees with the toolkit's "
            "cuda_occupancy.h") {
-  const DeviceSpec& gpu = GetParam();
   auto rng = kit::test_random();
-  Mismatches wrong;
-  const int cases = 4000;
-  for (int i = 0; i < cases; ++i) {
-    const KernelResources k = random_kernel(rng, gpu);
-    const int block = random_block(rng);
-    const std::size_t dynamic = random_dynamic(rng, gpu, k);
-    const Occupancy expected = oracle::occupancy(gpu, k, block, dynamic);
-    const Occupancy got = lab06::occupancy(gpu, k, block, dynamic);
-    if (!same(expected, got))
-      wrong.add(describe_case(gpu, k, block, dynamic) + "\n  expected: " + describe(expected) +
-                "\n  yours:    " + describe(got));
-  }
-  EXPECT_TRUE(wrong.verdict(cases, "random cases"));
+  EXPECT_TRUE(random_kernels_agree(rng, GetParam(), 4000, "random cases"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, OccupancyExactOnEachGpu, ::testing::ValuesIn(lab06::known_gpus()),

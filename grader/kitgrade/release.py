@@ -138,7 +138,7 @@ def source_files(root: Path) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not
-                       (rel == Path(".") and (d.startswith("build") or d == "out"))]
+                       (rel == Path(".") and d.startswith(("build", "out", ".")))]
         found += [(rel / f).as_posix() for f in filenames]
     return sorted(found)
 

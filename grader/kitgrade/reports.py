@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TextIO
 
-from .model import LabResult, RunResult, Status, TestResult
+from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
 
 # ---------------------------------------------------------------- shared wording
 
@@ -74,7 +74,10 @@ def device_text(run: RunResult) -> str:
     d = run.device
     if d.get("available"):
         return f"GPU {d.get('name', '?')} (cc {d.get('cc', '?')})"
-    return f"no GPU ({d.get('reason', 'unknown reason')})"
+    reason = str(d.get("reason", "unknown reason"))
+    if reason.startswith(NO_DEVICE_REASON):  # "no CUDA device (no NVIDIA driver found)"
+        reason = reason[len(NO_DEVICE_REASON):].strip(" ()")
+    return f"no GPU ({reason})" if reason else "no GPU"
 
 
 def seed_text(seed: int) -> str:

@@ -155,6 +155,12 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     refs = _grade(root, labs, "reference", seed, args.jobs, build_dir, out)
     _expect_all(refs, "solution passes", lambda t: t.status is Status.PASSED, lambda t: True,
                 gpu_needed, tally, out)
+    for lab in refs.labs:
+        if any((root / "grader" / lab.lab / "hidden").glob("*.c*")):
+            hidden = [t for t in lab.tests if t.hidden]
+            tally.add(bool(hidden) and all(t.visibility != "visible" for t in hidden),
+                      f"the instructor's grade of {lab.lab} includes its {len(hidden)} hidden "
+                      f"tests, not visible to students", out)
 
     _section(out, "6. Wrong submissions lose the right points")
     _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
