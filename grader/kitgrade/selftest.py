@@ -106,6 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
 def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     out = ctx.stdout
     root: Path = ctx.root
+    _section.count = 0  # type: ignore[attr-defined]
     build_dir = (args.build_dir or root / "build").absolute()
     tally = Tally()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -114,7 +115,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         from .cli import _find_lab  # late: cli imports this module
         labs = [_find_lab(ctx.manifest(), name) for name in args.labs]
 
-    _section(out, "1. Build")
+    _section(out, "Build")
     try:
         _configure(root, build_dir, out)
         ensure_built(root, build_dir, ["all"], out=out, quiet=True)
@@ -125,7 +126,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     tally.add(True, "the kit builds", out)
     bin_dir = build_dir / "bin"
 
-    _section(out, "2. Unit tests")
+    _section(out, "Unit tests")
     _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
     _python_unit_tests(root, tally, out)
 
@@ -133,10 +134,10 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
 
     if (bin_dir / "kit_fake_lab").is_file():
-        _section(out, "3. Faults get verdicts (fake lab)")
+        _section(out, "Faults get verdicts (fake lab)")
         _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
-    _section(out, "4. Every stub fails its correctness steps")
+    _section(out, "Every stub fails its correctness steps")
     stubs = _grade(root, labs, "student", seed, args.jobs, build_dir, out)
     _expect_all(stubs, "stub fails", lambda t: t.status.is_problem, lambda t: t.kind != "perf",
                 gpu_needed, tally, out)
@@ -147,11 +148,11 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                   out)
 
     if not instructor:
-        _section(out, "5. Documentation site")
+        _section(out, "Documentation site")
         _docs(build_dir, args.require_docs, tally, out)
         return _finish(tally, out)
 
-    _section(out, "5. Every solution passes every step")
+    _section(out, "Every solution passes every step")
     refs = _grade(root, labs, "reference", seed, args.jobs, build_dir, out)
     _expect_all(refs, "solution passes", lambda t: t.status is Status.PASSED, lambda t: True,
                 gpu_needed, tally, out)
@@ -162,16 +163,16 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                       f"the instructor's grade of {lab.lab} includes its {len(hidden)} hidden "
                       f"tests, not visible to students", out)
 
-    _section(out, "6. Wrong submissions lose the right points")
+    _section(out, "Wrong submissions lose the right points")
     _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
 
-    _section(out, "7. Racecheck reports the missing barriers")
+    _section(out, "Racecheck reports the missing barriers")
     _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out)
 
-    _section(out, "8. Documentation site")
+    _section(out, "Documentation site")
     _docs(build_dir, args.require_docs, tally, out)
 
-    _section(out, "9. Student edition: no answers inside, and its own tests pass")
+    _section(out, "Student edition: no answers inside, and its own tests pass")
     _student_edition(root, build_dir, args, seed, tally, out)
     return _finish(tally, out)
 
@@ -226,7 +227,9 @@ def _student_edition(root: Path, build_dir: Path, args: argparse.Namespace, seed
 
 
 def _section(out: TextIO, title: str) -> None:
-    out.write(f"\n== {title}\n")
+    """Numbered in the order they run: a student edition runs fewer, with no gaps."""
+    _section.count = getattr(_section, "count", 0) + 1  # type: ignore[attr-defined]
+    out.write(f"\n== {_section.count}. {title}\n")  # type: ignore[attr-defined]
     out.flush()
 
 

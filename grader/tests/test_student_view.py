@@ -9,7 +9,6 @@ Run them as if rich were not installed: KIT_PLAIN=1 python3 -m unittest discover
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 import sys
