@@ -143,8 +143,11 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
                     "kit-results.json, junit.xml, results.json (Gradescope) and summary.md.",
         epilog=_exit_code_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
-    parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",
-                        help="grade your code (student) or the reference solution")
+    if (KIT_ROOT / "solutions").is_dir():  # a student edition has no reference to grade
+        parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",
+                            help="grade your code (student) or the reference solution")
+    else:
+        parser.set_defaults(variant="student")
     parser.add_argument("--submission", type=Path, metavar="DIR",
                         help="grade the student files in DIR (DIR/labs/<lab>/<file>, DIR/<lab>/<file>, "
                              "or DIR/<file> for one lab) instead of labs/; builds in its own "
@@ -253,6 +256,9 @@ def _shown_dir(path: Path, root: Path) -> str:
     except ValueError:
         return f"{path}/"
 
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+"""The copy of the kit this command line belongs to (which parts it has decides some options)."""
 
 SUBMISSION_BUILD = "build-submission"
 """Default build directory of --submission and batch, so the build of labs/ is left alone."""
@@ -431,7 +437,7 @@ def main(argv: Sequence[str] | None = None, *, root: Path | None = None,
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="replace")  # "·" and "—" must not crash an ASCII console
-    ctx = Context(root or Path(__file__).resolve().parents[2], stdout or sys.stdout,
+    ctx = Context(root or KIT_ROOT, stdout or sys.stdout,
                   stderr or sys.stderr)
     parser = build_parser()
     try:

@@ -146,6 +146,10 @@ class ReleaseOfThisKitTest(unittest.TestCase):
         proc = subprocess.run([sys.executable, str(self.out / "grader" / "kit.py"), "release", "x"],
                               capture_output=True, text=True)
         self.assertEqual(proc.returncode, 2)
+        proc = subprocess.run([sys.executable, str(self.out / "grader" / "kit.py"), "grade", "--help"],
+                              capture_output=True, text=True)
+        self.assertNotIn("--variant", proc.stdout)  # no reference solution to grade
+        self.assertNotIn("reference", proc.stdout)
 
     def test_refuses_a_folder_that_is_not_empty(self) -> None:
         stderr = io.StringIO()
