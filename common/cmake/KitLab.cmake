@@ -14,12 +14,12 @@
 #   reference_NN_name                              the same grader linked with the reference solution
 #   bench_NN_name / bench_NN_name_reference        the benchmark, both ways (when Google Benchmark is on)
 #   wrong_NN_name_<mistake>                        the grader linked with each known-wrong submission
-#                                                  described in grader/wrong/NN_name.json
+#                                                  described in grader/NN_name/wrong.json
 #
 # The instructor-only parts are optional, so that a student edition (the kit without solutions/,
-# grader/wrong/, grader/selftest/ and grader/*/hidden/) configures without them: the reference
+# grader/*/wrong.json, grader/selftest/ and grader/*/hidden/) configures without them: the reference
 # targets exist only when solutions/<lab>/ does, the known-wrong submissions only when both
-# solutions/<lab>/ and grader/wrong/<lab>.json do.
+# solutions/<lab>/ and grader/<lab>/wrong.json do.
 #
 # Hidden tests: every .cu and .cpp file in grader/<lab>/hidden/ is compiled into the lab's graders
 # (grade_, reference_ and wrong_), next to TESTS. They declare themselves with KIT_HIDDEN_TEST
@@ -111,13 +111,33 @@ function(kit_lab_build lab variant lib exe)
   target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
   target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
   target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+
+  # For kit-targets.json (grader/CMakeLists.txt): the binary, the library, and where each student
+  # file of the lab (grader/<lab>/lab.json) was taken from.
+  file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)
+  string(JSON file_count LENGTH "${manifest}" student_files)
+  math(EXPR last_file "${file_count} - 1")
+  set(file_entries "")
+  foreach(i RANGE ${last_file})
+    string(JSON name GET "${manifest}" student_files ${i})
+    set(where "")
+    foreach(dir IN LISTS arg_DIRS)
+      if(NOT where AND EXISTS ${dir}/${name})
+        set(where ${dir}/${name})
+      endif()
+    endforeach()
+    list(APPEND file_entries "\"${name}\": \"${where}\"")
+  endforeach()
+  list(JOIN file_entries ", " file_entries)
+  set_property(GLOBAL APPEND PROPERTY KIT_TARGETS_JSON
+    "\"${exe}\": {\"lab\": \"${lab}\", \"variant\": \"${variant}\", \"binary\": \"$<TARGET_FILE:${exe}>\", \"archive\": \"$<TARGET_FILE:${lib}>\", \"files\": {${file_entries}}}")
 endfunction()
 
-# Known-wrong submissions: grader/wrong/<lab>.json lists plausible student mistakes, each as text
-# edits applied to the reference solution's files. Each becomes a grader binary,
+# Known-wrong submissions: grader/<lab>/wrong.json lists plausible student mistakes, each as text
+# edits applied to the reference solution's files (grader/kitgrade/wrong.py validates the file). Each becomes a grader binary,
 # wrong_<lab>_<name>, that the selftest grades to prove the grader takes away the right points.
 function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
-  set(spec_file ${PROJECT_SOURCE_DIR}/grader/wrong/${lab}.json)
+  set(spec_file ${PROJECT_SOURCE_DIR}/grader/${lab}/wrong.json)
   if(NOT EXISTS ${spec_file})
     return()
   endif()

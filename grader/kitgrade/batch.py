@@ -12,9 +12,9 @@ from pathlib import Path
 
 from . import reports, runner, submission
 from .build import BuildError
-from .cli import (SUBMISSION_BUILD, Context, ExitCode, UsageError, _add_run_arguments,
-                  _check_thresholds,
-                  _build_and_run, _env_seed, _seed, _select_labs, grade_exit_code)
+from .cli import _add_run_arguments, _build_and_run, grade_exit_code
+from .context import (SUBMISSION_BUILD, Context, ExitCode, UsageError, check_thresholds,
+                      default_build_dir, env_seed, seed_arg, select_labs)
 from .manifest import Lab, Manifest
 from .submission import SubmissionError
 
@@ -41,14 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="where OUT/<name>/ reports and OUT/scores.csv go")
     parser.add_argument("--build-dir", type=Path,
                         help=f"CMake build directory (default: <repo>/{SUBMISSION_BUILD})")
-    parser.add_argument("--seed", type=_seed, help="one seed for every submission (default: $KIT_SEED or random)")
+    parser.add_argument("--seed", type=seed_arg, help="one seed for every submission (default: $KIT_SEED or random)")
     _add_run_arguments(parser)
     parser.set_defaults(handler=_cmd_batch)
 
 
 def _cmd_batch(args: argparse.Namespace, ctx: Context) -> int:
     manifest = ctx.manifest()
-    labs = _select_labs(manifest, args.labs)
+    labs = select_labs(manifest, args.labs)
     root = args.root.absolute()
     if not root.is_dir():
         raise UsageError(f"submissions folder is not a directory: {root}")
@@ -61,9 +61,9 @@ def _cmd_batch(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"report directory parent does not exist: {out_dir.parent}")
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"report directory is not a directory: {out_dir}")
-    seed = args.seed if args.seed is not None else _env_seed()
-    build_dir = (args.build_dir or ctx.root / SUBMISSION_BUILD).absolute()
-    _check_thresholds(ctx)
+    seed = args.seed if args.seed is not None else env_seed()
+    build_dir = default_build_dir(ctx, args.build_dir, SUBMISSION_BUILD)
+    check_thresholds(ctx)
 
     ctx.stdout.write(f"Batch: {len(folders)} submission(s) in {root}, {reports.seed_text(seed)}\n")
     ctx.stdout.flush()

@@ -25,65 +25,30 @@ import argparse
 import importlib
 import io
 import os
-import secrets
 import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 
-from . import console, reports, runner, sanitize, selftest, student_view, submission, thresholds
+from . import console, reports, runner, sanitize, selftest, student_view, submission
 from . import diagnose_build, progress, reset, watch
+from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, UsageError,
+                      check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
+                      positive_int, seed_arg, select_labs)
 from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built
-from .manifest import Lab, Manifest, ManifestError, load_manifest
+from .manifest import Lab, Manifest, ManifestError
 from .model import RunResult, Status, TestResult
 from .submission import Submission, SubmissionError
 
-SEED_MAX = 2**32 - 1
-
-
-class ExitCode(IntEnum):
-    OK = 0
-    TESTS_FAILED = 1
-    USAGE = 2
-    BUILD_OR_BINARY = 3
-    NO_GPU = 4
-    INTERRUPTED = 130
-
-
-class UsageError(Exception):
-    """Bad command line or configuration: reported in one line, exit code 2."""
-
-
-@dataclass(frozen=True)
-class Context:
-    """What every subcommand gets besides its parsed arguments."""
-
-    root: Path
-    stdout: TextIO
-    stderr: TextIO
-
-    def manifest(self) -> Manifest:
-        return load_manifest(self.root / "grader" / "labs.json")
-
-
 Handler = Callable[[argparse.Namespace, Context], int]
-Registrar = Callable[["argparse._SubParsersAction[_Parser]"], None]
-
-
-class _Parser(argparse.ArgumentParser):
-    """Turns argparse's usage errors into UsageError so they print as one line."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+Registrar = Callable[["argparse._SubParsersAction[Parser]"], None]
 
 
 # ---------------------------------------------------------------- list
 
-def register_list(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+def register_list(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("list", help="show labs, steps and their titles")
     parser.set_defaults(handler=_cmd_list)
 
@@ -98,19 +63,19 @@ def _cmd_list(args: argparse.Namespace, ctx: Context) -> int:
 
 # ---------------------------------------------------------------- hint
 
-def register_hint(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+def register_hint(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser(
         "hint", help="show hints for a step, one level at a time",
         description="Hints go from a nudge (level 1) to nearly the answer; "
                     "--level N shows hints 1..N.")
     parser.add_argument("lab", help='lab: "01", "01_indexing" or "indexing"')
     parser.add_argument("step", help='step: "1" or "indexing.1"')
-    parser.add_argument("--level", type=_positive_int, default=1, help="how many hints (default 1)")
+    parser.add_argument("--level", type=positive_int, default=1, help="how many hints (default 1)")
     parser.set_defaults(handler=_cmd_hint)
 
 
 def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
-    lab = _find_lab(ctx.manifest(), args.lab)
+    lab = find_lab(ctx.manifest(), args.lab)
     step = lab.find_step(args.step)
     if step is None:
         raise UsageError(f"lab {lab.id} has no step {args.step!r}; steps: "
@@ -136,7 +101,7 @@ HINT_WIDTH = 80
 
 # ---------------------------------------------------------------- grade
 
-def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+def register_grade(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser(
         "grade", help="build, run the tests and write reports",
         description="Builds the lab graders, runs each test in its own process and writes "
@@ -153,7 +118,7 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
                              "or DIR/<file> for one lab) instead of labs/; builds in its own "
                              "directory (default: <repo>/build-submission)")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
-    parser.add_argument("--seed", type=_seed, help="random seed (default: $KIT_SEED or random)")
+    parser.add_argument("--seed", type=seed_arg, help="random seed (default: $KIT_SEED or random)")
     _add_run_arguments(parser)
     parser.add_argument("--report-dir", type=Path,
                         help="where reports go (default: <build-dir>/reports/<variant>)")
@@ -170,9 +135,9 @@ def register_grade(subparsers: argparse._SubParsersAction[_Parser]) -> None:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of a grading run that `grade` and `batch` share."""
-    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
+    parser.add_argument("--jobs", type=positive_int, default=min(8, os.cpu_count() or 1),
                         help="correctness tests run in parallel (default: %(default)s)")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S",
+    parser.add_argument("--timeout", type=positive_float, metavar="S",
                         help="per-test timeout in seconds (default: per lab in labs.json)")
     parser.add_argument("--require-gpu", action="store_true",
                         help="exit 4 if GPU tests could not run for lack of a device")
@@ -180,7 +145,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     manifest = ctx.manifest()
-    labs = _select_labs(manifest, args.labs)
+    labs = select_labs(manifest, args.labs)
     sub: Submission | None = None
     if args.submission is not None:
         if args.variant != "student":
@@ -190,10 +155,10 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
             raise UsageError("--submission builds the submission; it cannot be combined with --no-build")
         sub = _locate(args.submission, labs, explicit=bool(args.labs))
         labs = list(sub.labs)
-    seed = args.seed if args.seed is not None else _env_seed()
-    build_dir = (args.build_dir or ctx.root / (SUBMISSION_BUILD if sub else "build")).absolute()
+    seed = args.seed if args.seed is not None else env_seed()
+    build_dir = default_build_dir(ctx, args.build_dir, SUBMISSION_BUILD if sub else "build")
     report_dir = _report_dir(args.report_dir, build_dir, args.variant)
-    _check_thresholds(ctx)
+    check_thresholds(ctx)
     built_for = cached_value(build_dir / "CMakeCache.txt", SUBMISSION_VARIABLE)
     if args.no_build and built_for:
         raise UsageError(f"{build_dir} was last built for the submission staged in {built_for}; "
@@ -257,29 +222,10 @@ def _shown_dir(path: Path, root: Path) -> str:
         return f"{path}/"
 
 
-KIT_ROOT = Path(__file__).resolve().parents[2]
-"""The copy of the kit this command line belongs to (which parts it has decides some options)."""
-
-SUBMISSION_BUILD = "build-submission"
-"""Default build directory of --submission and batch, so the build of labs/ is left alone."""
-
-
-def _select_labs(manifest: Manifest, names: Sequence[str]) -> list[Lab]:
-    labs = [_find_lab(manifest, name) for name in names] if names else list(manifest.labs)
-    return list(dict.fromkeys(labs))  # "01 indexing" names one lab once
-
-
 def _locate(directory: Path, labs: Sequence[Lab], explicit: bool) -> Submission:
     try:
         return submission.locate(directory, labs, explicit)
     except SubmissionError as err:
-        raise UsageError(str(err)) from err
-
-
-def _check_thresholds(ctx: Context) -> None:
-    try:
-        thresholds.load(thresholds.thresholds_path(ctx.root))
-    except thresholds.ThresholdsError as err:
         raise UsageError(str(err)) from err
 
 
@@ -335,59 +281,10 @@ def _report_dir(explicit: Path | None, build_dir: Path, variant: str) -> Path:
     return path
 
 
-def _env_seed() -> int:
-    text = os.environ.get("KIT_SEED")
-    if text is None or text == "":
-        return secrets.randbelow(SEED_MAX + 1)
-    try:
-        return _seed(text)
-    except argparse.ArgumentTypeError as err:
-        raise UsageError(f"KIT_SEED: {err}") from err
-
-
 def _exit_code_help() -> str:
     """The exit code section of the module docstring, so --help and the docs agree."""
     doc = __doc__ or ""
     return doc[doc.index("Exit codes of"):].rstrip()
-
-
-# ---------------------------------------------------------------- argument types
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer 0..{SEED_MAX}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _find_lab(manifest: Manifest, name: str) -> Lab:
-    lab = manifest.find_lab(name)
-    if lab is None:
-        raise UsageError(f"unknown lab {name!r}; labs: {', '.join(manifest.lab_ids())}")
-    return lab
 
 
 # ---------------------------------------------------------------- entry point
@@ -419,8 +316,8 @@ def instructor_commands() -> list[Registrar]:
     return found
 
 
-def build_parser() -> _Parser:
-    parser = _Parser(prog="kit.py", description="CUDA lab kit: hints and grading.",
+def build_parser() -> Parser:
+    parser = Parser(prog="kit.py", description="CUDA lab kit: hints and grading.",
                      epilog=_exit_code_help(),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import reports
+from .context import default_build_dir
 from .manifest import Lab, Manifest, Step
 from .model import LabResult, RunResult, Status, TestResult
 
@@ -298,7 +299,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_progress(args: argparse.Namespace, ctx: Any) -> int:
-    build_dir = (args.build_dir or ctx.root / "build").absolute()
+    build_dir = default_build_dir(ctx, args.build_dir)
     width = shutil.get_terminal_size((80, 24)).columns if reports.use_colour(ctx.stdout) else 80
     write(render(load(ctx.root, build_dir, ctx.manifest()), width), ctx.stdout)
     return 0

@@ -3,7 +3,7 @@
 What a release holds: the stubs (labs/), the graders without their hidden tests, common/, the docs
 without the instructor-only pages, a README for students, the course CI template, and pristine
 copies of the stubs in grader/stubs/ (for ``kit.py reset``). What it never holds: solutions/, the
-known-wrong and known-right submissions (grader/wrong/, which carry solution code), the hidden
+known-wrong and known-right submissions (grader/NN_name/wrong.json, which carry solution code), the hidden
 tests (grader/NN_name/hidden/), the fake lab of the kit's own tests, the instructor-only commands
 (batch, noise, release) and the kit's own CI. Which paths are instructor-only is said once, in
 INSTRUCTOR_ONLY below; Markdown files lose their ``<!-- instructor-only -->`` blocks, so one
@@ -32,10 +32,11 @@ from pathlib import Path
 
 from .manifest import Manifest
 from .regions import _CLOSE, _OPEN
+from .context import UsageError
 
 INSTRUCTOR_ONLY: tuple[str, ...] = (
     "solutions/*",
-    "grader/wrong/*",
+    "grader/*/wrong.json",
     "grader/selftest/*",
     "grader/*/hidden/*",
     "grader/kitgrade/batch.py",
@@ -292,7 +293,7 @@ def _git_init(out: Path) -> None:
 
 RELEASE_HELP = """Writes the student edition of the kit into OUT (a new or empty folder): the
 stubs, the graders without hidden tests, common/, the docs for students, a README for students
-and the course CI template; no solutions/, no grader/wrong/, no hidden tests, no instructor-only
+and the course CI template; no solutions/, no wrong.json, no hidden tests, no instructor-only
 pages or commands. It then checks that no line of a reference solution went along (the leak
 check) and prints the two commands a student runs. --check DIR runs only the leak check, on any
 folder (a release after its docs were built, for example).
@@ -314,7 +315,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_release(args: argparse.Namespace, ctx) -> int:
-    from .cli import UsageError  # late: cli imports this module
 
     manifest = ctx.manifest()
     if not (ctx.root / "solutions").is_dir():

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from . import reports
 from .manifest import Lab
+from .context import UsageError, find_lab
 
 BACKUP_SUFFIX = ".backup-"
 
@@ -41,10 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_reset(args: argparse.Namespace, ctx: Any, stdin: TextIO | None = None) -> int:
-    from .cli import UsageError, _find_lab  # late: cli imports this module
 
     stdin = stdin or sys.stdin
-    lab = _find_lab(ctx.manifest(), args.lab)
+    lab = find_lab(ctx.manifest(), args.lab)
     names = [_student_file(lab, args.file, UsageError)] if args.file else list(lab.student_files)
     try:
         stubs = {name: stub_text(ctx.root, lab, name) for name in names}

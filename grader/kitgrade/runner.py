@@ -10,6 +10,7 @@ one at a time with nothing else running, and only if every correctness test that
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -65,29 +66,45 @@ def target_name(lab: Lab, variant: str) -> str:
     return f"{VARIANT_PREFIX[variant]}_{lab.id}"
 
 
+TARGETS_FILE = "kit-targets.json"
+"""Written by CMake at configure time (grader/CMakeLists.txt): for every grader target, its binary,
+its student library and the path each student file was taken from."""
+
+
 def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: str | None = None,
                sources: tuple[bans.SourceFile, ...] | None = None) -> LabTarget:
-    """The binary, student sources and static library of one build of `lab`, as
-    common/cmake/KitLab.cmake lays them out: the student build (labs/), the reference
-    (solutions/ first, then labs/), or the known-wrong submission `wrong` (its edited copy of
-    the solution in the build tree, then labs/). `sources` overrides the files to scan (a
-    submission's own files)."""
-    lab_dir = root / "labs" / lab.id
-    if wrong is not None:
-        binary = build_dir / "bin" / f"wrong_{lab.id}_{wrong}"
-        library = f"lab_{lab.id}_wrong_{wrong}"
-        dirs = [build_dir / "grader" / lab.id / "wrong" / lab.id / wrong, lab_dir]
+    """The binary, student sources and static library of one build of `lab` (the student's, the
+    reference, or the known-wrong submission `wrong`), as CMake reports them in the build
+    directory's kit-targets.json. Before the build directory is configured there is no such file:
+    then the paths are where KitLab.cmake puts them, and the binary is simply not there yet.
+    `sources` overrides the files to scan (a submission's own files)."""
+    name = f"wrong_{lab.id}_{wrong}" if wrong is not None else target_name(lab, variant)
+    entry = read_targets(build_dir).get(name)
+    if entry is not None:
+        binary, archive = Path(entry["binary"]), Path(entry["archive"])
+        files = {file: Path(where) for file, where in entry["files"].items()}
     else:
-        binary = binary_path(build_dir / "bin", lab, variant)
-        library = f"lab_{lab.id}_{variant}"
-        dirs = [root / "solutions" / lab.id, lab_dir] if variant == "reference" else [lab_dir]
+        library = f"lab_{lab.id}_wrong_{wrong}" if wrong is not None else f"lab_{lab.id}_{variant}"
+        binary = build_dir / "bin" / name
+        archive = build_dir / "grader" / lab.id / f"lib{library}.a"
+        dirs = [root / "solutions" / lab.id] if variant == "reference" and wrong is None else []
+        dirs.append(root / "labs" / lab.id)
+        files = {file: next((d / file for d in dirs if (d / file).is_file()), dirs[-1] / file)
+                 for file in lab.student_files}
     if sources is None:
-        found = []
-        for name in lab.student_files:
-            path = next((d / name for d in dirs if (d / name).is_file()), dirs[-1] / name)
-            found.append(bans.SourceFile(path, _shown(path, root)))
-        sources = tuple(found)
-    return LabTarget(lab, binary, sources, _archive(build_dir, lab, library))
+        sources = tuple(bans.SourceFile(files.get(file, root / "labs" / lab.id / file),
+                                        _shown(files.get(file, root / "labs" / lab.id / file), root))
+                        for file in lab.student_files)
+    return LabTarget(lab, binary, sources, archive)
+
+
+def read_targets(build_dir: Path) -> dict[str, dict]:
+    """kit-targets.json of a configured build directory ({} when there is none)."""
+    try:
+        data = json.loads((build_dir / TARGETS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -95,17 +112,6 @@ def _shown(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
-
-
-def _archive(build_dir: Path, lab: Lab, library: str) -> Path:
-    """Where CMake puts the static library of target `library` (the lab's build folder)."""
-    name = f"lib{library}.a"
-    expected = build_dir / "grader" / lab.id / name
-    if expected.is_file() or not (build_dir / "grader").is_dir():
-        return expected
-    # A lab defined elsewhere in the tree: the newest archive of that name.
-    found = sorted((build_dir / "grader").rglob(name), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else expected
 
 
 def run(targets: Sequence[LabTarget], options: RunOptions,

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import protocol, runner
 from .build import BuildError, ensure_built
 from .manifest import SANITIZER_TOOLS
+from .context import UsageError, default_build_dir, find_lab
 
 ERROR_EXIT = 99
 
@@ -46,16 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
-    from .cli import UsageError, _find_lab  # late: cli imports this module
 
     manifest = ctx.manifest()
-    labs = [_find_lab(manifest, name) for name in args.labs] or list(manifest.labs)
+    labs = [find_lab(manifest, name) for name in args.labs] or list(manifest.labs)
     tools = list(dict.fromkeys(args.tool or ["memcheck"]))
     if any(c in args.filter for c in "\n\0"):
         raise UsageError("--filter must be one line")
     if args.timeout < 0:
         raise UsageError("--timeout must be 0 (no limit) or more")
-    build_dir = (args.build_dir or ctx.root / "build").absolute()
+    build_dir = default_build_dir(ctx, args.build_dir)
     sanitizer = find_sanitizer()
     if sanitizer is None:
         ctx.stderr.write("compute-sanitizer not found (it ships with the CUDA toolkit)\n")

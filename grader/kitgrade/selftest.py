@@ -11,7 +11,7 @@ What it proves, in order:
 4. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
 5. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
-6. every known-wrong submission (grader/wrong/<lab>.json) loses the points of the steps it
+6. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
    breaks, keeps the others, and gets a message that points at the mistake, and every known-right
    alternative (an entry named right_*, which loses nothing) gets full marks;
 7. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import reports, runner, sanitize
+from . import reports, runner, sanitize, wrong
 from .build import BuildError, ensure_built
 from .manifest import Lab, Step
 from .model import RunResult, Status, TestResult
+from .context import default_build_dir, find_lab
 
 FAKE_TIMEOUT_S = 5.0
 """The fake lab's hanging test must be cut off quickly; nothing else in it takes a second."""
@@ -107,13 +108,12 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     out = ctx.stdout
     root: Path = ctx.root
     _section.count = 0  # type: ignore[attr-defined]
-    build_dir = (args.build_dir or root / "build").absolute()
+    build_dir = default_build_dir(ctx, args.build_dir)
     tally = Tally()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     labs = list(ctx.manifest().labs)
     if args.labs:
-        from .cli import _find_lab  # late: cli imports this module
-        labs = [_find_lab(ctx.manifest(), name) for name in args.labs]
+        labs = [find_lab(ctx.manifest(), name) for name in args.labs]
 
     _section(out, "Build")
     try:
@@ -196,9 +196,9 @@ def _student_edition(root: Path, build_dir: Path, args: argparse.Namespace, seed
     shutil.rmtree(edition, ignore_errors=True)
     manifest = load_manifest(root / "grader" / "labs.json")
     written = release.write_release(root, edition, manifest)
-    tally.add(not (edition / "solutions").exists() and not (edition / "grader" / "wrong").exists()
+    tally.add(not (edition / "solutions").exists() and not any(edition.glob("grader/*/wrong.json"))
               and not any(edition.glob("grader/*/hidden")),
-              f"a release holds no solutions/, grader/wrong/ or hidden tests ({len(written)} files)",
+              f"a release holds no solutions/, wrong.json or hidden tests ({len(written)} files)",
               out)
     argv = [sys.executable, str(edition / "grader" / "kit.py"), "selftest",
             "--build-dir", str(edition / "build"), "--jobs", str(args.jobs), "--seed", str(seed)]
@@ -363,11 +363,8 @@ def _grade(root: Path, labs: list[Lab], variant: str, seed: int, jobs: int, buil
 def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                        gpu_needed: bool, tally: Tally, out: TextIO) -> None:
     for lab in labs:
-        spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
-        if not spec_path.is_file():
-            continue
-        for sub in json.loads(spec_path.read_text())["submissions"]:
-            target = runner.lab_target(root, build_dir, lab, "student", wrong=sub["name"])
+        for sub in wrong.load(root, lab):
+            target = runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
             run = runner.run([target], runner.RunOptions("student", seed, jobs))
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
 
@@ -382,10 +379,7 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
     reference with the same filter: hazards in the first, none in the second."""
     cases = []
     for lab in labs:
-        spec_path = root / "grader" / "wrong" / f"{lab.id}.json"
-        if spec_path.is_file():
-            cases += [(lab, sub) for sub in json.loads(spec_path.read_text())["submissions"]
-                      if sub.get("racecheck")]
+        cases += [(lab, sub) for sub in wrong.load(root, lab) if sub.racecheck]
     if not cases:
         return
     bin_dir = build_dir / "bin"
@@ -394,15 +388,15 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
         why = "compute-sanitizer not found" if sanitizer is None else "no CUDA device"
         for lab, sub in cases:
             tally.add(False if gpu_needed else None,
-                      f"racecheck on {lab.id} {sub['name']} (not run: {why})", out)
+                      f"racecheck on {lab.id} {sub.name} (not run: {why})", out)
         out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
         return
     for lab, sub in cases:
-        for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub['name']}", True),
+        for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub.name}", True),
                                     (runner.binary_path(bin_dir, lab, "reference"), False)):
-            argv = sanitize.command(sanitizer, "racecheck", binary, sub["racecheck"])
-            what = (f"racecheck reports {lab.id} {sub['name']}" if want_hazard
-                    else f"racecheck finds the {lab.id} reference clean on {sub['racecheck']}")
+            argv = sanitize.command(sanitizer, "racecheck", binary, sub.racecheck)
+            what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
+                    else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
             try:
                 proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -414,15 +408,15 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
             hazard = proc.returncode == sanitize.ERROR_EXIT
             tally.add(hazard == want_hazard, what, out)
-            out.write(f"  {binary.name} --gtest_filter={sub['racecheck']}: {summary}\n")
+            out.write(f"  {binary.name} --gtest_filter={sub.racecheck}: {summary}\n")
 
 
-def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: Tally,
-                 out: TextIO) -> None:
-    """One wrong submission: the steps in sub["loses"] lose points, the others keep theirs
+def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_needed: bool,
+                 tally: Tally,                 out: TextIO) -> None:
+    """One wrong submission: the steps in sub.loses lose points, the others keep theirs
     (a perf step may only lose its points to the correctness gate), and some failure message
-    contains sub["message"]."""
-    what = f"wrong submission {lab.id}/{sub['name']}"
+    contains sub.message."""
+    what = f"wrong submission {lab.id}/{sub.name}"
     result = run.labs[0]
     if result.error:
         tally.add(False, f"{what} can be graded: {result.error}", out)
@@ -437,7 +431,7 @@ def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: T
         lost = [t for t in tests if t.status.is_problem or
                 (t.status is Status.NOT_RUN and t.reason == runner.PERF_GATE_REASON)]
         ok: bool | None
-        if step.id in sub["loses"]:
+        if step.id in sub.loses:
             ok = bool(lost) or (None if any(excused(t) for t in tests) else False)
             label = f"{what} loses {step.id}"
         else:
@@ -450,15 +444,15 @@ def _judge_wrong(lab: Lab, sub: dict, run: RunResult, gpu_needed: bool, tally: T
             ok = False
         tally.add(ok, label, out)
     failing = [t for t in result.tests if t.status.is_problem]
-    told = next((t for t in failing if sub["message"] in t.reason + t.output), None)
-    if sub["loses"] or sub["message"]:  # a correct alternative (loses nothing) is told nothing
+    told = next((t for t in failing if sub.message in t.reason + t.output), None)
+    if sub.loses or sub.message:  # a correct alternative (loses nothing) is told nothing
         ok = True if told else (None if any(excused(t) for t in result.tests) else False)
         if ok is None and gpu_needed:
             ok = False
-        tally.add(ok, f"{what} is told '{sub['message']}'", out)
+        tally.add(ok, f"{what} is told '{sub.message}'", out)
     shown = told or (failing[0] if failing else None)
-    verdict = _verdict_line(shown, sub["message"]) if shown else "every test that ran passed"
-    out.write(f"  {lab.id}/{sub['name']}: {result.score:g}/{result.max_score:g} — {verdict}\n")
+    verdict = _verdict_line(shown, sub.message) if shown else "every test that ran passed"
+    out.write(f"  {lab.id}/{sub.name}: {result.score:g}/{result.max_score:g} — {verdict}\n")
 
 
 def _verdict_line(test: TestResult, needle: str) -> str:

@@ -29,6 +29,8 @@ from . import diagnose_build, progress, protocol, reports, runner
 from .build import BuildError, ensure_built
 from .manifest import Lab, Manifest
 from .model import RunResult
+from .context import (check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
+                      positive_int, seed_arg)
 
 POLL_S = 0.3
 SETTLE_S = 0.05
@@ -227,23 +229,22 @@ def shown_files(lab: Lab) -> str:
 # ---------------------------------------------------------------- the command
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import _positive_float, _positive_int, _seed  # late: cli imports this module
 
     parser = subparsers.add_parser(
         "watch", help="rebuild and regrade a lab every time you save one of its files",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lab", metavar="LAB", help='lab: "01", "01_indexing" or "indexing"')
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
-    parser.add_argument("--seed", type=_seed,
+    parser.add_argument("--seed", type=seed_arg,
                         help="random seed of every grade (default: $KIT_SEED or a new one each time)")
-    parser.add_argument("--jobs", type=_positive_int, default=min(8, os.cpu_count() or 1),
+    parser.add_argument("--jobs", type=positive_int, default=min(8, os.cpu_count() or 1),
                         help="correctness tests run in parallel (default: %(default)s)")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S",
+    parser.add_argument("--timeout", type=positive_float, metavar="S",
                         help="per-test timeout in seconds (default: the lab's, from labs.json)")
-    parser.add_argument("--interval", type=_positive_float, default=POLL_S, metavar="S",
+    parser.add_argument("--interval", type=positive_float, default=POLL_S, metavar="S",
                         help="seconds between two looks at the files (default: %(default)s)")
     cycles = parser.add_mutually_exclusive_group()
-    cycles.add_argument("--max-cycles", type=_positive_int, metavar="N",
+    cycles.add_argument("--max-cycles", type=positive_int, metavar="N",
                         help="stop after N grades (for scripts and tests)")
     cycles.add_argument("--once", action="store_const", const=1, dest="max_cycles",
                         help="grade once and stop (the same as --max-cycles 1)")
@@ -251,15 +252,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_watch(args: argparse.Namespace, ctx: Any) -> int:
-    from .cli import _check_thresholds, _env_seed, _find_lab  # late: cli imports this module
 
     manifest = ctx.manifest()
-    lab = _find_lab(manifest, args.lab)
-    build_dir = (args.build_dir or ctx.root / "build").absolute()
-    _check_thresholds(ctx)
+    lab = find_lab(manifest, args.lab)
+    build_dir = default_build_dir(ctx, args.build_dir)
+    check_thresholds(ctx)
 
     def options() -> runner.RunOptions:
-        seed = args.seed if args.seed is not None else _env_seed()
+        seed = args.seed if args.seed is not None else env_seed()
         return runner.RunOptions("student", seed, args.jobs, args.timeout)
 
     options()  # a bad KIT_SEED is a usage error now, not at the first save

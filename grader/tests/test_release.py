@@ -52,7 +52,7 @@ class BlocksAndPathsTest(unittest.TestCase):
         self.assertEqual(release.strip_instructor_blocks(text), "a\nb\n")
 
     def test_instructor_only_paths(self) -> None:
-        for path in ("solutions/01_indexing/indexing.cu", "grader/wrong/01_indexing.json",
+        for path in ("solutions/01_indexing/indexing.cu", "grader/01_indexing/wrong.json",
                      "grader/02_bounds/hidden/test_hidden.cu", "grader/kitgrade/batch.py",
                      "grader/selftest/fake_lab.cu", "docs/grading.md", ".ci/run"):
             self.assertTrue(release.is_instructor_only(path), path)
@@ -110,7 +110,7 @@ class ReleaseOfThisKitTest(unittest.TestCase):
         self.assertIn("Leak check: none of", self.stdout)
 
     def test_no_answers_no_hidden_tests_no_instructor_parts(self) -> None:
-        for rel in ("solutions", "grader/wrong", "grader/selftest", "grader/kitgrade/batch.py",
+        for rel in ("solutions", "grader/01_indexing/wrong.json", "grader/selftest", "grader/kitgrade/batch.py",
                     "grader/kitgrade/noise.py", "grader/kitgrade/release.py", "docs/grading.md",
                     ".ci"):
             self.assertFalse((self.out / rel).exists(), rel)
