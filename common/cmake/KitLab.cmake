@@ -143,41 +143,28 @@ function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
   endif()
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${lab})
   set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${lab})
-  file(GLOB solution_files RELATIVE ${solution_dir} ${solution_dir}/*)
-  list(TRANSFORM solution_files PREPEND ${solution_dir}/ OUTPUT_VARIABLE solution_paths)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spec_file} ${solution_paths})
+  file(GLOB solution_paths ${solution_dir}/*)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spec_file} ${solution_paths}
+               ${PROJECT_SOURCE_DIR}/grader/kitgrade/wrong.py)
 
-  file(READ ${spec_file} spec)
-  string(JSON count LENGTH "${spec}" submissions)
-  math(EXPR last "${count} - 1")
-  foreach(i RANGE ${last})
-    string(JSON name GET "${spec}" submissions ${i} name)
-    set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/wrong/${lab}/${name})
-    # Start from the solution's files, then apply the edits in order.
-    foreach(f IN LISTS solution_files)
-      file(READ ${solution_dir}/${f} content_${f})
-    endforeach()
-    string(JSON edit_count LENGTH "${spec}" submissions ${i} edits)
-    math(EXPR edit_last "${edit_count} - 1")
-    foreach(e RANGE ${edit_last})
-      string(JSON f GET "${spec}" submissions ${i} edits ${e} file)
-      string(JSON find GET "${spec}" submissions ${i} edits ${e} find)
-      string(JSON replace GET "${spec}" submissions ${i} edits ${e} replace)
-      string(FIND "${content_${f}}" "${find}" at)
-      if(at EQUAL -1)
-        message(FATAL_ERROR "${spec_file}: submission '${name}': text to replace not found in "
-                            "solutions/${lab}/${f}: ${find}")
-      endif()
-      string(REPLACE "${find}" "${replace}" content_${f} "${content_${f}}")
-    endforeach()
-    foreach(f IN LISTS solution_files)
-      # Written only when changed, so reconfiguring does not rebuild every wrong submission.
-      file(WRITE ${out_dir}/${f}.new "${content_${f}}")
-      configure_file(${out_dir}/${f}.new ${out_dir}/${f} COPYONLY)
-    endforeach()
-
+  # grader/kitgrade/wrong.py validates the file, applies each submission's edits to the solution
+  # and writes the files of each to out_dir/<name>/ (only what changed): one implementation of the
+  # edits, shared with `kit.py check`.
+  if(NOT Python3_Interpreter_FOUND)
+    message(FATAL_ERROR "grader/${lab}/wrong.json needs Python 3.10 or newer to configure")
+  endif()
+  set(out_root ${CMAKE_CURRENT_BINARY_DIR}/wrong/${lab})
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -m kitgrade.wrong ${PROJECT_SOURCE_DIR} ${lab} ${out_root}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/grader
+    RESULT_VARIABLE rc OUTPUT_VARIABLE names ERROR_VARIABLE why OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "known-wrong submissions of ${lab}: ${why}")
+  endif()
+  string(REPLACE "\n" ";" names "${names}")
+  foreach(name IN LISTS names)
     kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
-                  DIRS ${out_dir} ${lab_dir} SOURCES ${sources} TESTS ${tests} LIBRARIES ${libraries}
-                  GRADER_LIBRARIES ${grader_libraries})
+                  DIRS ${out_root}/${name} ${lab_dir} SOURCES ${sources} TESTS ${tests}
+                  LIBRARIES ${libraries} GRADER_LIBRARIES ${grader_libraries})
   endforeach()
 endfunction()

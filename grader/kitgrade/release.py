@@ -46,6 +46,7 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "grader/tests/test_noise.py",
     "grader/tests/test_release.py",
     "grader/tests/test_instructor_tree.py",
+    "grader/tests/test_wrong.py",
     "docs/grading.md",
     "docs/instructors.md",
     "docs/writing_labs.md",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,15 @@ class WrongError(ManifestError):
 
 @dataclass(frozen=True)
 class Edit:
+    """Replace `find` by `replace` in `file`: everywhere, or only inside the DONE region `region`
+    (anchored on the region id rather than on teaching comments, which may be reworded), and
+    only its `occurrence`-th match there when given (1 = the first)."""
+
     file: str
     find: str
     replace: str
+    region: str | None = None
+    occurrence: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,15 +116,23 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
             raise WrongError(f"{at}.edits: expected a non-empty list")
         parsed = []
         for j, edit in enumerate(edits):
-            if not isinstance(edit, dict) or set(edit) != {"file", "find", "replace"} or not all(
-                    isinstance(edit[k], str) for k in edit):
-                raise WrongError(f"{at}.edits[{j}]: expected {{file, find, replace}} strings")
+            if (not isinstance(edit, dict) or not {"file", "find", "replace"} <= set(edit)
+                    or not set(edit) <= {"file", "find", "replace", "region", "occurrence"}
+                    or not all(isinstance(edit[k], str) for k in ("file", "find", "replace"))):
+                raise WrongError(f"{at}.edits[{j}]: expected {{file, find, replace}} strings "
+                                 "(and optionally region, occurrence)")
+            region, occurrence = edit.get("region"), edit.get("occurrence")
+            if region is not None and region not in steps:
+                raise WrongError(f"{at}.edits[{j}].region: {region!r} is not a step of {lab.id}")
+            if occurrence is not None and (isinstance(occurrence, bool)
+                                           or not isinstance(occurrence, int) or occurrence < 1):
+                raise WrongError(f"{at}.edits[{j}].occurrence: expected a number from 1")
             if edit["file"] not in lab.student_files:
                 raise WrongError(f"{at}.edits[{j}].file: {edit['file']} is not a student file "
                                  f"of {lab.id}")
             if not edit["find"]:
                 raise WrongError(f"{at}.edits[{j}].find: empty")
-            parsed.append(Edit(edit["file"], edit["find"], edit["replace"]))
+            parsed.append(Edit(edit["file"], edit["find"], edit["replace"], region, occurrence))
         found.append(WrongSubmission(name, item["mistake"], tuple(parsed), tuple(loses),
                                      item["message"], racecheck))
     names = [s.name for s in found]
@@ -128,17 +143,77 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
 
 
 def apply(root: Path, lab: Lab, sub: WrongSubmission) -> dict[str, str]:
-    """The submission's files: the reference solution's with its edits applied in order (as
-    KitLab.cmake does). Raises WrongError when an edit's text is not in the file any more."""
+    """The submission's files: the reference solution's with its edits applied in order. Raises
+    WrongError when an edit's text (or region) is not in the file any more."""
     files = {}
     for name in lab.student_files:
         solution = root / "solutions" / lab.id / name
         stub = root / "labs" / lab.id / name
         files[name] = (solution if solution.is_file() else stub).read_text(encoding="utf-8")
     for edit in sub.edits:
-        if edit.find not in files[edit.file]:
-            raise WrongError(f"grader/{lab.id}/{FILE_NAME}: submission {sub.name}: the text to "
-                             f"replace is no longer in solutions/{lab.id}/{edit.file}: "
-                             f"{edit.find[:80]!r}")
-        files[edit.file] = files[edit.file].replace(edit.find, edit.replace)
+        files[edit.file] = _apply_edit(files[edit.file], edit, f"grader/{lab.id}/{FILE_NAME}: "
+                                       f"submission {sub.name}: solutions/{lab.id}/{edit.file}")
     return files
+
+
+def _apply_edit(text: str, edit: Edit, where: str) -> str:
+    start, end = 0, len(text)
+    if edit.region is not None:
+        opener = re.search(rf"^[ \t]*//[ \t]*DONE\({re.escape(edit.region)}\):.*$", text, re.M)
+        closer = opener and re.search(rf"^[ \t]*//[ \t]*END\({re.escape(edit.region)}\)",
+                                      text[opener.end():], re.M)
+        if not opener or not closer:
+            raise WrongError(f"{where}: has no region {edit.region}")
+        start, end = opener.end(), opener.end() + closer.start()
+    body = text[start:end]
+    count = body.count(edit.find)
+    if count == 0 or (edit.occurrence or 1) > count:
+        raise WrongError(f"{where}: the text to replace is no longer there"
+                         f"{' (region ' + edit.region + ')' if edit.region else ''}: "
+                         f"{edit.find[:80]!r}")
+    if edit.occurrence is None:
+        body = body.replace(edit.find, edit.replace)
+    else:
+        at = -1
+        for _ in range(edit.occurrence):
+            at = body.index(edit.find, at + 1)
+        body = body[:at] + edit.replace + body[at + len(edit.find):]
+    return text[:start] + body + text[end:]
+
+
+def write(root: Path, lab: Lab, out_dir: Path) -> list[str]:
+    """Writes every submission's files to out_dir/<name>/ (a file only when its content changed,
+    so a reconfigure rebuilds nothing) and returns the names. KitLab.cmake calls this at configure
+    time (`python3 -m kitgrade.wrong ROOT LAB OUT_DIR`), so the edits are applied in one place."""
+    names = []
+    for sub in load(root, lab):
+        for name, text in apply(root, lab, sub).items():
+            target = out_dir / sub.name / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.is_file() or target.read_text(encoding="utf-8") != text:
+                target.write_text(text, encoding="utf-8")
+        names.append(sub.name)
+    return names
+
+
+def main(argv: list[str]) -> int:
+    """`python3 -m kitgrade.wrong ROOT LAB OUT_DIR`: prints the names, one a line."""
+    if len(argv) != 3:
+        sys.stderr.write("usage: python3 -m kitgrade.wrong ROOT LAB OUT_DIR\n")
+        return 2
+    from .manifest import load_manifest
+    root = Path(argv[0])
+    try:
+        lab = load_manifest(root / "grader" / "labs.json").find_lab(argv[1])
+        if lab is None:
+            raise WrongError(f"no lab {argv[1]!r} in grader/labs.json")
+        names = write(root, lab, Path(argv[2]))
+    except ManifestError as err:
+        sys.stderr.write(f"{err}\n")
+        return 1
+    sys.stdout.write("".join(f"{name}\n" for name in names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
