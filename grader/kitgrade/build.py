@@ -46,14 +46,20 @@ def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: Te
     submission_flag = [f"-D{SUBMISSION_VARIABLE}={wanted}"] if wanted else []
     cache = build_dir / "CMakeCache.txt"
     if not cache.is_file():
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _run(["cmake", "-S", str(root), "-B", str(build_dir), *generator,
-              "-DCMAKE_BUILD_TYPE=Release", *submission_flag], out, quiet)
+        configure(root, build_dir, *submission_flag, out=out, quiet=quiet)
     elif cached_value(cache, SUBMISSION_VARIABLE) != wanted:
-        _run(["cmake", "-S", str(root), "-B", str(build_dir), f"-D{SUBMISSION_VARIABLE}={wanted}"],
-             out, quiet)
+        configure(root, build_dir, f"-D{SUBMISSION_VARIABLE}={wanted}", out=out, quiet=quiet)
     _run(["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(os.cpu_count() or 1)],
          out, quiet)
+
+
+def configure(root: Path, build_dir: Path, *flags: str, out: TextIO, quiet: bool = False) -> None:
+    """The one way the kit configures a build directory: a Release build, with Ninja when it is
+    installed (chosen only the first time: a build directory keeps its generator), plus `flags`."""
+    first = not (build_dir / "CMakeCache.txt").is_file()
+    generator = ["-G", "Ninja"] if first and shutil.which("ninja") else []
+    release = ["-DCMAKE_BUILD_TYPE=Release"] if first else []
+    _run(["cmake", "-S", str(root), "-B", str(build_dir), *generator, *release, *flags], out, quiet)
 
 
 def cached_value(cache: Path, name: str) -> str:

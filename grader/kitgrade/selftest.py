@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import reports, runner, sanitize, wrong
-from .build import BuildError, ensure_built
+from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import RunResult, Status, TestResult
 from .context import default_build_dir, find_lab
@@ -117,7 +117,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     _section(out, "Build")
     try:
-        _configure(root, build_dir, out)
+        configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
         ensure_built(root, build_dir, ["all"], out=out, quiet=True)
     except BuildError as err:
         out.write(f"build failed: {err}\n")
@@ -231,17 +231,6 @@ def _section(out: TextIO, title: str) -> None:
     _section.count = getattr(_section, "count", 0) + 1  # type: ignore[attr-defined]
     out.write(f"\n== {_section.count}. {title}\n")  # type: ignore[attr-defined]
     out.flush()
-
-
-def _configure(root: Path, build_dir: Path, out: TextIO) -> None:
-    """Configures with documentation warnings as errors (cheap when already configured)."""
-    generator = ["-G", "Ninja"] if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists() else []
-    proc = subprocess.run(["cmake", "-S", str(root), "-B", str(build_dir), *generator,
-                           "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON"], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode != 0:
-        out.write(proc.stdout[-4000:])
-        raise BuildError("configuring failed")
 
 
 def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
