@@ -1,17 +1,17 @@
 """``kit.py check``: are the kit's labs, graders, manifests and handouts consistent?
 
 Host only, and done in seconds: it reads grader/labs.json and every lab's lab.json and wrong.json,
-the stubs in labs/, the grader sources in grader/<lab>/, grader/thresholds.conf, the handouts, and
+the stubs, the grader sources in grader/<lab>/, grader/thresholds.conf, the handouts, and
 each grader's ``--kit_list`` listing from the build directory (when a grader is missing it builds
 the grade_* and reference_* targets first, quietly, unless --no-build). It prints one line per
 problem, the file and what to do, then ``check: N problems``.
 
 What it checks, lab by lab:
 
-1. Steps. Every ``TODO(<id>)`` region of a stub in labs/<lab>/ names a step of the lab's
-   lab.json; every step but a performance step (``<name>.perf``) has at least one TODO region;
-   every step has at least one test in the grader's listing, and every listed test belongs to a
-   step of the lab.
+1. Steps. Every ``TODO(<id>)`` region of a stub in labs/<lab>/ (in a student edition, of the
+   pristine copy in grader/stubs/<lab>/) names a step of the lab's lab.json; every step but a
+   performance step (``<name>.perf``) has at least one TODO region; every step has at least one
+   test in the grader's listing, and every listed test belongs to a step of the lab.
 2. Thresholds. Every key of grader/thresholds.conf is used by a grader, and every key a grader
    uses is in the file. A grader uses a key when a C++ string literal of the form
    ``"<prefix>.<snake_case>"`` appears in a source of grader/<lab>/ (``*.cu``, ``*.cpp``, ``*.h``,
@@ -27,12 +27,13 @@ What it checks, lab by lab:
 4. Known-wrong submissions (instructor copy only): every entry of grader/<lab>/wrong.json is
    valid, and its edits still apply to the reference solution.
 5. Agreement. grader/labs.json lists exactly the folders grader/NN_name/ that have a
-   CMakeLists.txt; each lab has labs/<lab>/, grader/<lab>/lab.json with its id, the handout
-   docs/labs/<lab>.md, and its id in docs/mainpage.md and README.md; in the instructor copy it
+   CMakeLists.txt; each lab has labs/<lab>/, grader/<lab>/lab.json with its id (the manifest
+   loader insists), and its id in docs/mainpage.md and README.md; in the instructor copy it
    has solutions/<lab>/, and each solution is its stub with the TODO regions filled in
    (kitgrade.regions).
-6. Handouts. The tables generated from the manifest and the listings are in every handout and
-   up to date.
+6. Handouts (kitgrade.handout.problems). Every handout includes the tables generated from its
+   lab.json, listing and thresholds, holds no hand-copied table or hint, and the generated
+   fragments in the build directory are up to date; a missing handout is reported here.
 
 Exit codes: 0 no problem, 1 some problem, 2 usage error.
 """
@@ -46,9 +47,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from . import protocol, regions, runner, thresholds, wrong
+from . import handout, protocol, regions, runner, thresholds, wrong
 from .build import BuildError, ensure_built
-from .context import ExitCode, Context, default_build_dir
+from .context import Context, ExitCode, default_build_dir
 from .manifest import Lab, Manifest, ManifestError, load_manifest
 
 Listings = dict[str, list[protocol.TestSpec]]
@@ -103,9 +104,11 @@ def read_listings(root: Path, manifest: Manifest, build_dir: Path, *, build: boo
     binaries = {lab.id: runner.lab_target(root, build_dir, lab, "student").binary
                 for lab in manifest.labs}
     problems: list[str] = []
-    if build and not all(binary.is_file() for binary in binaries.values()):
+    built = build and not all(binary.is_file() for binary in binaries.values())
+    if built:
         variants = ["student"] + (["reference"] if (root / "solutions").is_dir() else [])
-        targets = [runner.target_name(lab, variant) for variant in variants for lab in manifest.labs]
+        targets = [runner.target_name(lab, variant)
+                   for variant in variants for lab in manifest.labs]
         out.write(f"check: a grader is missing; building the grade_* "
                   f"{'and reference_* ' if len(variants) > 1 else ''}targets in {build_dir}\n")
         out.flush()
@@ -113,7 +116,9 @@ def read_listings(root: Path, manifest: Manifest, build_dir: Path, *, build: boo
             ensure_built(root, build_dir, targets, out=out, quiet=True)
         except BuildError as err:
             problems.append(f"{_shown(build_dir, root)}: the graders do not build ({err}); "
-                            f"run `python3 grader/kit.py grade` to see the errors")
+                            f"fix the errors above (`python3 grader/kit.py grade` explains "
+                            f"the ones it knows)")
+            return {}, problems
         binaries = {lab.id: runner.lab_target(root, build_dir, lab, "student").binary
                     for lab in manifest.labs}
     listings: Listings = {}
@@ -121,10 +126,11 @@ def read_listings(root: Path, manifest: Manifest, build_dir: Path, *, build: boo
         binary = binaries[lab.id]
         shown = _shown(binary, root)
         if not binary.is_file():
-            if not problems:  # a failed build has said it already
-                problems.append(f"{shown}: missing, so its tests cannot be checked; build it "
-                                f"(cmake --build {_shown(build_dir, root)} --target "
-                                f"{binary.name}) or run `kit.py check` without --no-build")
+            how = ("the build did not make it; look for its target in "
+                   f"grader/{lab.id}/CMakeLists.txt" if built else
+                   f"build it (cmake --build {_shown(build_dir, root)} --target {binary.name}), "
+                   "or run `kit.py check` without --no-build")
+            problems.append(f"{shown}: missing, so its tests cannot be checked; {how}")
             continue
         try:
             listings[lab.id] = protocol.list_tests(binary, lab.id, "student",
@@ -144,7 +150,8 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
     try:
         table = thresholds.load(root / "grader" / "thresholds.conf")
     except thresholds.ThresholdsError as err:
-        problems.append(f"{err}; fix the line (key student_ratio reference_ratio)")
+        problems.append(f"{_relative(str(err), root)}; each line of grader/thresholds.conf is "
+                        "'key student_ratio reference_ratio'")
         table = None
     used: dict[str, list[str]] = {}
     for lab in manifest.labs:
@@ -158,9 +165,9 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
             problems += found
         if listing is not None:
             problems += _filters(lab, subs, listing)
-    if table is not None:
+    if table is not None:  # the handout check needs the thresholds too
         problems += _thresholds(root, table, used)
-    problems += _handout_problems(root, manifest, listings)
+        problems += handout.problems(root, manifest, listings)
     return problems
 
 
@@ -169,8 +176,8 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
 def _steps(root: Path, lab: Lab, listing: list[protocol.TestSpec] | None) -> list[str]:
     problems = []
     steps = [step.id for step in lab.steps]
-    regions_of: dict[str, int] = {}
-    for path in _files(root / "labs" / lab.id):
+    marked: set[str] = set()
+    for path in _files(_stub_dir(root, lab)):
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
             regions.skeleton(text, _shown(path, root))
@@ -181,15 +188,16 @@ def _steps(root: Path, lab: Lab, listing: list[protocol.TestSpec] | None) -> lis
             if opener is None or opener.group(1) != "TODO":
                 continue
             region = opener.group(2)
-            regions_of[region] = regions_of.get(region, 0) + 1
+            marked.add(region)
             if region not in steps:
                 problems.append(f"{_shown(path, root)}:{number}: TODO({region}) names no step of "
                                 f"{lab.id} ({', '.join(steps)}); use one of them, or add the step "
                                 f"to grader/{lab.id}/lab.json")
     for step in lab.steps:
-        if step.suffix != "perf" and step.id not in regions_of:
-            problems.append(f"labs/{lab.id}/: no TODO({step.id}) region in any stub; mark the "
-                            f"code a student writes for step {step.id} with one")
+        if step.suffix != "perf" and step.id not in marked:
+            problems.append(f"{_shown(_stub_dir(root, lab), root)}/: no TODO({step.id}) region "
+                            f"in any stub; mark the code a student writes for step {step.id} "
+                            f"with one")
     if listing is None:
         return problems
     tested = {spec.step for spec in listing}
@@ -203,6 +211,13 @@ def _steps(root: Path, lab: Lab, listing: list[protocol.TestSpec] | None) -> lis
                             f"step of {lab.id} ({', '.join(steps)}); fix its KIT_TEST step or "
                             f"add the step to grader/{lab.id}/lab.json")
     return problems
+
+
+def _stub_dir(root: Path, lab: Lab) -> Path:
+    """Where the lab's stubs are as handed out: labs/<lab>/, or in a student edition, whose
+    labs/ a student edits, the pristine copies in grader/stubs/<lab>/ (kitgrade.release)."""
+    pristine = root / "grader" / "stubs" / lab.id
+    return pristine if pristine.is_dir() else root / "labs" / lab.id
 
 
 # ---------------------------------------------------------------- 2. thresholds
@@ -320,8 +335,7 @@ def _agreement(root: Path, manifest: Manifest, instructor: bool) -> list[str]:
     texts = {name: _read(root / name) for name in ("docs/mainpage.md", "README.md")}
     for lab in manifest.labs:
         must_exist = [(f"grader/{lab.id}/CMakeLists.txt", "its one kit_add_lab() line"),
-                      (f"labs/{lab.id}/", "the stubs a student edits"),
-                      (f"docs/labs/{lab.id}.md", "the handout")]
+                      (f"labs/{lab.id}/", "the stubs a student edits")]
         if instructor:
             must_exist.append((f"solutions/{lab.id}/", "the reference solution"))
         for path, what in must_exist:
@@ -336,14 +350,6 @@ def _agreement(root: Path, manifest: Manifest, instructor: bool) -> list[str]:
         problems += [_relative(problem, root) + "; keep the solution equal to its stub outside "
                      "the TODO regions" for problem in regions.check_tree(root, manifest.labs)]
     return problems
-
-
-# ---------------------------------------------------------------- 6. handouts
-
-def _handout_problems(root: Path, manifest: Manifest, listings: Listings) -> list[str]:
-    """Handouts whose generated tables are missing or stale. The hook for kitgrade.handout's
-    problems(root, manifest, listings), which is not in this tree yet: nothing to check."""
-    return []
 
 
 # ---------------------------------------------------------------- helpers

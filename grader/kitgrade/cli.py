@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import console, reports, runner, sanitize, selftest, student_view, submission
-from . import diagnose_build, progress, reset, watch
+from . import check, diagnose_build, handout, progress, reset, watch
 from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, UsageError,
                       check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
                       positive_int, seed_arg, select_labs)
@@ -300,10 +300,12 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     progress.register,
     reset.register,
     watch.register,
+    handout.register,
+    check.register,
 )
 
 
-INSTRUCTOR_MODULES = ("batch", "noise", "release")
+INSTRUCTOR_MODULES = ("batch", "noise", "release", "new_lab")
 """Modules of the instructor-only commands. A student edition (kit.py release) leaves their files
 out, and the command line then simply does not have them."""
 

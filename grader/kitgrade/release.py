@@ -5,7 +5,7 @@ without the instructor-only pages, a README for students, the course CI template
 copies of the stubs in grader/stubs/ (for ``kit.py reset``). What it never holds: solutions/, the
 known-wrong and known-right submissions (grader/NN_name/wrong.json, which carry solution code), the hidden
 tests (grader/NN_name/hidden/), the fake lab of the kit's own tests, the instructor-only commands
-(batch, noise, release) and the kit's own CI. Which paths are instructor-only is said once, in
+(batch, noise, release, new-lab) and the kit's own CI. Which paths are instructor-only is said once, in
 INSTRUCTOR_ONLY below; Markdown files lose their ``<!-- instructor-only -->`` blocks, so one
 README serves both editions.
 
@@ -42,9 +42,11 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "grader/kitgrade/batch.py",
     "grader/kitgrade/noise.py",
     "grader/kitgrade/release.py",
+    "grader/kitgrade/new_lab.py",
     "grader/tests/test_batch.py",
     "grader/tests/test_noise.py",
     "grader/tests/test_release.py",
+    "grader/tests/test_new_lab.py",
     "grader/tests/test_instructor_tree.py",
     "grader/tests/test_wrong.py",
     "docs/grading.md",

@@ -3,25 +3,28 @@
 What it proves, in order:
 
 1. the whole tree builds (every lab against labs/ and solutions/, benchmarks, the fake lab);
-2. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
+2. ``kit.py check`` finds no problem: TODO ids, tests per step, threshold keys, sanitizer and
+   racecheck filters, known-wrong edits, labs.json against the folders and pages, and the
+   handouts' generated tables agree (kitgrade.check);
+3. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
    check included;
-3. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
+4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
    and a grader binary refuses to write a verdict without the runner's key;
-4. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
-5. every reference solution passes every step, performance included, at the stricter
+5. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
+6. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
-6. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
+7. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
    breaks, keeps the others, and gets a message that points at the mistake, and every known-right
    alternative (an entry named right_*, which loses nothing) gets full marks;
-7. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
+8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
-8. the documentation site builds without a warning;
-9. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
-   included, and passes its own test command (this command, run inside it).
+9. the documentation site builds without a warning;
+10. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
+    included, and passes its own test command (this command, run inside it).
 
-In a student edition there is nothing to prove for 3 and 5-7 and 9 (no fake lab, solutions,
-known-wrong submissions or release command): it runs 1, 2, 4 (every stub compiles and fails, and
+In a student edition there is nothing to prove for 4 and 6-8 and 10 (no fake lab, solutions,
+known-wrong submissions or release command): it runs 1-3, 5 (every stub compiles and fails, and
 every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
@@ -45,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import reports, runner, sanitize, wrong
+from . import check, reports, runner, sanitize, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import RunResult, Status, TestResult
@@ -98,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="tests graded in parallel (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="seed for every graded test (default: random)")
     parser.add_argument("--labs", nargs="+", metavar="LAB",
-                        help="grade only these labs in steps 4-7 (default: all); to split a long "
+                        help="grade only these labs in steps 5-8 (default: all); to split a long "
                              "run, e.g. on a machine that limits how long one command may take")
     parser.set_defaults(handler=_cmd_selftest)
     return _cmd_selftest
@@ -125,6 +128,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         return _finish(tally, out)
     tally.add(True, "the kit builds", out)
     bin_dir = build_dir / "bin"
+
+    _section(out, "Consistency (kit.py check)")
+    _consistency(root, build_dir, tally, out)
 
     _section(out, "Unit tests")
     _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
@@ -231,6 +237,16 @@ def _section(out: TextIO, title: str) -> None:
     _section.count = getattr(_section, "count", 0) + 1  # type: ignore[attr-defined]
     out.write(f"\n== {_section.count}. {title}\n")  # type: ignore[attr-defined]
     out.flush()
+
+
+def _consistency(root: Path, build_dir: Path, tally: Tally, out: TextIO) -> None:
+    """`kit.py check` on the fresh build: each problem it finds is a failed check."""
+    problems = check.check_tree(root, build_dir, build=False, out=out)
+    for problem in problems:
+        tally.add(False, f"kit.py check: {problem}", out)
+    if not problems:
+        tally.add(True, "kit.py check finds no problem", out)
+    out.write(f"  check: {len(problems)} problem{'' if len(problems) == 1 else 's'}\n")
 
 
 def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
