@@ -16,12 +16,15 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from kitgrade.cli import ExitCode, grade_exit_code, main
+from kitgrade.cli import KIT_ROOT, ExitCode, grade_exit_code, main
 from kitgrade.model import LabResult, RunResult, Status, TestResult
 
 from .support import fake_env, make_repo
 
 KIT = Path(__file__).resolve().parents[1] / "kit.py"
+
+VARIANTS = (KIT_ROOT / "solutions").is_dir()
+"""A student edition has no reference solution, so its grade has no --variant."""
 
 
 class CliCase(unittest.TestCase):
@@ -148,7 +151,7 @@ class GradeExitCodeTest(CliCase):
             (("--seed", "4294967296"), {}, "invalid seed"),
             (("--jobs", "0"), {}, "--jobs: expected a positive integer"),
             (("--timeout", "-1"), {}, "--timeout: expected a positive number"),
-            (("--variant", "teacher"), {}, "invalid choice"),
+            (("--variant", "teacher"), {}, "invalid choice" if VARIANTS else "unrecognized"),
             ((), {"KIT_SEED": "x"}, "KIT_SEED: invalid seed 'x'"),
             (("--report-dir", str(self.tmp / "missing" / "reports")), {},
              "report directory parent does not exist"),
@@ -183,6 +186,11 @@ class BuildTest(CliCase):
         cmake.chmod(0o755)
         return log
 
+    def unbuild(self, lab_id: str) -> None:
+        """The fake build makes no binary: grading the lab then finds none."""
+        (self.root / "build" / "bin" / f"grade_{lab_id}").unlink()
+        (self.root / "build" / "CMakeCache.txt").unlink(missing_ok=True)
+
     def grade(self, *argv: str) -> tuple[int, str, str]:
         path = f"{self.tmp / 'tools'}{os.pathsep}{os.environ.get('PATH', '')}"
         with fake_env(PATH=path, FAKE_TESTS="pass"):
@@ -190,21 +198,23 @@ class BuildTest(CliCase):
 
     def test_configures_then_builds_only_needed_targets(self) -> None:
         log = self.fake_cmake(0)
-        code, out, _ = self.grade("02", "--variant", "reference", "--verbose")
+        self.unbuild("02_beta")
+        code, out, _ = self.grade("02", "--verbose")
         build = self.root / "build"
         calls = log.read_text().splitlines()
         self.assertTrue(calls[0].startswith(f"-S {self.root} -B {build}"), calls[0])
         self.assertIn("-DCMAKE_BUILD_TYPE=Release", calls[0])
-        self.assertEqual(calls[1], f"--build {build} --target reference_02_beta -j {os.cpu_count()}")
+        self.assertEqual(calls[1], f"--build {build} --target grade_02_beta -j {os.cpu_count()}")
         self.assertIn("cmake output line", out)  # --verbose streams the build's output
-        self.assertEqual(code, ExitCode.BUILD_OR_BINARY)  # the fake build made no reference binary
+        self.assertEqual(code, ExitCode.BUILD_OR_BINARY)  # the fake build made no binary
 
     def test_a_student_sees_a_line_per_build_phase_not_its_output(self) -> None:
         self.fake_cmake(0)
-        code, out, _ = self.grade("02", "--variant", "reference")
+        self.unbuild("02_beta")
+        code, out, _ = self.grade("02")
         self.assertNotIn("cmake output line", out)
         self.assertIn("Configuring the build (first time only) ...\n"
-                      "Building reference_02_beta ...\nBuilt reference_02_beta in ", out)
+                      "Building grade_02_beta ...\nBuilt grade_02_beta in ", out)
         self.assertIn("Not graded: binary not built", out)
         self.assertEqual(code, ExitCode.BUILD_OR_BINARY)
 

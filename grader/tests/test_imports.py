@@ -43,7 +43,8 @@ class ImportGraphTest(unittest.TestCase):
     def test_context_is_a_leaf_of_the_commands(self) -> None:
         self.assertNotIn("cli", imports_of(PACKAGE / "context.py"))
         users = [p.stem for p in PACKAGE.glob("*.py") if "cli" in imports_of(p)]
-        self.assertEqual(users, ["batch"])  # batch grades as grade does: it reuses grade's run
+        # batch grades as grade does: it reuses grade's run (a student edition has no batch)
+        self.assertLessEqual(set(users), {"batch"})
 
 
 if __name__ == "__main__":

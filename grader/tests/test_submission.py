@@ -17,7 +17,8 @@ import unittest
 from pathlib import Path
 
 from kitgrade import build, submission
-from kitgrade.cli import ExitCode, main
+from kitgrade.cli import KIT_ROOT, ExitCode, main
+
 from kitgrade.manifest import load_manifest
 from kitgrade.submission import SubmissionError
 
@@ -31,6 +32,8 @@ if [ "$1" = "--build" ] && grep -rqs BROKEN "$2/submission"; then
 fi
 exit 0
 """
+
+VARIANTS = (KIT_ROOT / "solutions").is_dir()  # a student edition's grade has no --variant
 
 
 class SubmissionCase(unittest.TestCase):
@@ -192,7 +195,8 @@ class GradeSubmissionTest(SubmissionCase):
             (("01", "02", "--submission", str(partial)), "submission lacks 01_alpha's b.cuh"),
             (("--submission", str(empty)), "holds no student file of 01_alpha, 02_beta"),
             (("02", "--submission", str(empty)), "holds no student file of 02_beta"),
-            (("01", "--submission", str(good), "--variant", "reference"), "cannot be combined with --variant"),
+            (("01", "--submission", str(good), "--variant", "reference"),
+             "cannot be combined with --variant" if VARIANTS else "unrecognized arguments"),
             (("01", "--submission", str(good), "--no-build"), "cannot be combined with --no-build"),
         ]
         for argv, message in cases:
