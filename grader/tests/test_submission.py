@@ -18,7 +18,6 @@ from pathlib import Path
 
 from kitgrade import build, submission
 from kitgrade.cli import KIT_ROOT, ExitCode, main
-
 from kitgrade.manifest import load_manifest
 from kitgrade.submission import SubmissionError
 
