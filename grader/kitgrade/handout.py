@@ -47,28 +47,16 @@ INCLUDE = re.compile(r"^\s*\\include(?:\{doc\}|doc)\s+(\S+)\s*$")
 
 # ---------------------------------------------------------------- listings
 
-@dataclass(frozen=True)
-class ListedTest:
-    """One test as the grader lists it; grader binaries and tests give TestSpecs or dicts."""
-
-    id: str
-    step: str
-    kind: str
-    points: float
-    title: str
-    hidden: bool = False
-
-
-def as_tests(listing: Iterable[Any]) -> list[ListedTest]:
+def as_tests(listing: Iterable[Any]) -> list[protocol.TestSpec]:
     """protocol.TestSpecs (what `kit.py check` reads) or dicts (--kit_list's JSON) alike."""
     def field(item: Any, key: str, default: Any = None) -> Any:
         return item.get(key, default) if isinstance(item, Mapping) else getattr(item, key, default)
 
-    return [ListedTest(field(t, "id"), field(t, "step"), field(t, "kind"), field(t, "points"),
+    return [protocol.TestSpec(field(t, "id"), field(t, "step"), field(t, "kind"), field(t, "points"),
                        field(t, "title"), bool(field(t, "hidden", False))) for t in listing]
 
 
-def read_listings(build_dir: Path, manifest: Manifest, root: Path) -> dict[str, list[ListedTest]]:
+def read_listings(build_dir: Path, manifest: Manifest, root: Path) -> dict[str, list[protocol.TestSpec]]:
     """`--kit_list` of every lab's grade_ binary (the one a student edition has too)."""
     listings = {}
     for lab in manifest.labs:
@@ -100,10 +88,10 @@ _INSTANCE = re.compile(r"^(?P<base>[^/]+/[^/.]+\.[^/]+)/(?P<param>[^/]+)$")
 """Instantiation/Fixture.Test/param: one instance of a value-parameterised test."""
 
 
-def rows(tests: Sequence[ListedTest]) -> list[Row]:
+def rows(tests: Sequence[protocol.TestSpec]) -> list[Row]:
     """The visible tests in listing order, the instances of a parameterised test in one row
     (each instance scores its own points, so the row is worth points x instances)."""
-    grouped: dict[str, list[ListedTest]] = {}
+    grouped: dict[str, list[protocol.TestSpec]] = {}
     order: list[str] = []
     for test in tests:
         if test.hidden:
@@ -132,7 +120,7 @@ def _strip_param(title: str, param: str) -> str:
     return title[:-len(suffix)] if title.endswith(suffix) else title
 
 
-def step_points(tests: Sequence[ListedTest], step: Step) -> float:
+def step_points(tests: Sequence[protocol.TestSpec], step: Step) -> float:
     return sum(t.points for t in tests if t.step == step.id and not t.hidden)
 
 
@@ -264,7 +252,7 @@ def _table(header: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def steps_fragment(lab: Lab, tests: Sequence[ListedTest], todos: set[str]) -> str:
+def steps_fragment(lab: Lab, tests: Sequence[protocol.TestSpec], todos: set[str]) -> str:
     body = []
     for step in lab.steps:
         todo = f"`TODO({step.id})`" if step.id in todos else "none"
@@ -275,7 +263,7 @@ def steps_fragment(lab: Lab, tests: Sequence[ListedTest], todos: set[str]) -> st
     return _table(["Step", "TODO id", "What it is about", "Points"], body)
 
 
-def tests_fragment(lab: Lab, step: Step, tests: Sequence[ListedTest]) -> str:
+def tests_fragment(lab: Lab, step: Step, tests: Sequence[protocol.TestSpec]) -> str:
     mine = [t for t in tests if t.step == step.id]
     step_rows = rows(mine)
     if not step_rows:
