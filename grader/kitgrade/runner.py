@@ -46,6 +46,12 @@ class LabTarget:
     binary: Path
     sources: tuple[bans.SourceFile, ...] = ()
     archive: Path | None = None
+    listed_by: Path | None = None
+    """The reference build of the same grader, when the build directory has one: its --kit_list
+    (the tests, steps and points) is trusted instead of the graded binary's, whose student code
+    runs before main() and could answer --kit_list itself (a forged listing that drops failing
+    tests or inflates points). None: the graded binary lists its own tests (a student edition,
+    which has no reference; the fake lab)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,9 @@ def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: st
         sources = tuple(bans.SourceFile(files.get(file, root / "labs" / lab.id / file),
                                         _shown(files.get(file, root / "labs" / lab.id / file), root))
                         for file in lab.student_files)
-    return LabTarget(lab, binary, sources, archive)
+    reference = read_targets(build_dir).get(target_name(lab, "reference"))
+    listed_by = Path(reference["binary"]) if reference and name != target_name(lab, "reference") else None
+    return LabTarget(lab, binary, sources, archive, listed_by)
 
 
 def read_targets(build_dir: Path) -> dict[str, dict]:
@@ -134,7 +142,10 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         result.error = f"binary not built: {target.binary}"
         return result
     try:
-        specs = protocol.list_tests(target.binary, lab.id, options.variant, result.steps)
+        if target.listed_by is not None and target.listed_by.is_file():
+            specs = protocol.list_tests(target.listed_by, lab.id, "reference", result.steps)
+        else:
+            specs = protocol.list_tests(target.binary, lab.id, options.variant, result.steps)
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result

@@ -383,3 +383,29 @@ class AuthenticateTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TrustedListingTest(unittest.TestCase):
+    """Student code runs before main(): a binary may answer --kit_list with a forged list."""
+
+    def test_the_reference_build_lists_the_tests_when_there_is_one(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass,fail"):
+            bin_dir = Path(tmp) / "bin"
+            honest = make_fake_binary(bin_dir, "01_alpha")
+            reference = make_fake_binary(bin_dir, "01_alpha", "reference")
+            forged = bin_dir / "forger"
+            listing = {"lab": "01_alpha", "variant": "student", "tests": [
+                {"id": "Host.Passes", "step": "alpha.1", "kind": "host", "points": 99,
+                 "title": "the whole lab"}]}
+            forged.write_text(f"#!/bin/sh\nif [ \"$1\" = --kit_list ]; then echo "
+                              f"'{json.dumps(listing)}'; exit 0; fi\nexec {honest} \"$@\"\n")
+            forged.chmod(0o755)
+            options = runner.RunOptions("student", 1, 2)
+            lab = make_lab("01_alpha")
+            believed = runner.run([runner.LabTarget(lab, forged)], options).labs[0]
+            self.assertEqual((believed.score, believed.max_score), (99, 99))  # the attack
+            trusted = runner.run([runner.LabTarget(lab, forged, listed_by=reference)],
+                                 options).labs[0]
+            self.assertEqual(len(trusted.tests), 2)
+            self.assertLess(trusted.score, trusted.max_score)
+            self.assertTrue(any(t.status is Status.FAILED for t in trusted.tests))
