@@ -32,6 +32,16 @@ and what they lost to them, once the assignment is over."""
 _LAB_ID = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
 
 
+def lab_number(lab_id: str) -> str:
+    """The two-digit prefix, "01" for "01_indexing"."""
+    return lab_id.split("_", 1)[0]
+
+
+def lab_name(lab_id: str) -> str:
+    """The id without its number, "indexing" for "01_indexing"; step ids start with it."""
+    return lab_id.split("_", 1)[1]
+
+
 class ManifestError(Exception):
     """The manifest is missing, not JSON, or has a field of the wrong shape."""
 
@@ -96,13 +106,11 @@ class Lab:
 
     @property
     def number(self) -> str:
-        """The two-digit prefix, "01" for "01_indexing"."""
-        return self.id.split("_", 1)[0]
+        return lab_number(self.id)
 
     @property
     def name(self) -> str:
-        """The id without its number, "indexing" for "01_indexing"; step ids start with it."""
-        return self.id.split("_", 1)[1]
+        return lab_name(self.id)
 
     def find_step(self, query: str) -> Step | None:
         """A step by full id ("indexing.1") or by suffix ("1", "perf")."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .context import Context, ExitCode, UsageError
-from .manifest import _LAB_ID, Manifest
+from .manifest import _LAB_ID, Manifest, lab_name, lab_number
 
 THRESHOLD_BARS = ("0.25", "0.40")
 """The skeleton's bars (student, reference): one thread per element reaches 0.6 to 0.9 of the
@@ -47,11 +47,11 @@ class NewLab:
 
     @property
     def number(self) -> str:
-        return self.id.split("_", 1)[0]
+        return lab_number(self.id)
 
     @property
     def name(self) -> str:
-        return self.id.split("_", 1)[1]
+        return lab_name(self.id)
 
     @property
     def namespace(self) -> str:
