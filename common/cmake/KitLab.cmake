@@ -50,6 +50,12 @@ function(kit_add_lab lab)
   if(IS_DIRECTORY ${solution_dir})
     list(APPEND variants reference)
   endif()
+  # A lab with grader/<lab>/remote.h is graded by one judge (no student code in it) and a worker per
+  # build of the student's files (kit/remote.h); the others still link the student's code into the
+  # grader (one grader executable per build).
+  if(EXISTS ${grader_dir}/remote.h)
+    kit_add_judge(${lab} TESTS ${tests} GRADER_LIBRARIES ${arg_GRADER_LIBRARIES})
+  endif()
   foreach(variant IN LISTS variants)
     if(variant STREQUAL "student")
       set(dirs ${lab_dir})
@@ -83,6 +89,35 @@ function(kit_add_lab lab)
   set_property(GLOBAL APPEND PROPERTY KIT_LABS ${lab})
 endfunction()
 
+# The judge of a lab with grader/<lab>/remote.h (target and file grade_<lab>): every test of the lab, the kit's test main, and a
+# proxy for each student function the tests call (common/src/remote_judge_table.cpp). Its include
+# path puts grader/<lab>/judge/ first, where every student header of the lab (lab.json
+# student_files ending in .cuh or .h) has a declarations-only stand-in, so no student code is
+# compiled into it; labs/<lab>/ then supplies the lab's given interface headers. The judge is built
+# once and grades every worker: the student's, the reference, each known-wrong submission.
+function(kit_add_judge lab)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "TESTS;GRADER_LIBRARIES")
+  set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
+  file(READ ${grader_dir}/lab.json manifest)
+  string(JSON file_count LENGTH "${manifest}" student_files)
+  math(EXPR last_file "${file_count} - 1")
+  foreach(i RANGE ${last_file})
+    string(JSON name GET "${manifest}" student_files ${i})
+    if(name MATCHES "\\.(cuh|h|hpp)$" AND NOT EXISTS ${grader_dir}/judge/${name})
+      message(FATAL_ERROR "grader/${lab}/judge/${name} is missing: the judge must not include the "
+                          "student's ${name}; give it a declarations-only stand-in")
+    endif()
+  endforeach()
+  set(judge grade_${lab})
+  add_executable(${judge} ${arg_TESTS} ${PROJECT_SOURCE_DIR}/common/src/remote_judge_table.cpp)
+  target_include_directories(${judge} BEFORE PRIVATE ${grader_dir}/judge ${grader_dir}
+                             ${PROJECT_SOURCE_DIR}/labs/${lab})
+  target_link_libraries(${judge} PRIVATE kit_judge ${arg_GRADER_LIBRARIES})
+  target_compile_definitions(${judge} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="judge"
+                             KIT_JUDGE=1 KIT_WORKER_DEFAULT="$<TARGET_FILE:worker_${lab}>")
+  target_compile_options(${judge} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+endfunction()
+
 # Sets `out` to dir/name for the first of the dirs that holds `name` (empty when none does).
 function(kit_first_in out name)
   set(found "")
@@ -110,13 +145,43 @@ function(kit_lab_build lab variant lib exe)
   target_include_directories(${lib} PUBLIC ${arg_DIRS})
   target_link_libraries(${lib} PUBLIC kit_common ${arg_LIBRARIES})
   target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
-  add_executable(${exe} ${arg_TESTS})
-  # The lab's grader folder, so a hidden test (grader/<lab>/hidden/) includes the grader's headers
-  # as the visible tests next to them do.
-  target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/grader/${lab})
-  target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
-  target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
-  target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
+  set(worker_entry "")
+  if(EXISTS ${grader_dir}/remote.h)
+    # The worker: the student's library, the lab's table of callable functions, and the grader's
+    # probes (grader code that must run beside the student's device functions), nothing else: no
+    # test, no verdict, no ceiling library (cuBLAS, CUB) is in this process.
+    set(worker worker_${lab})
+    if(NOT exe STREQUAL "grade_${lab}")
+      string(REGEX REPLACE "^(reference|wrong)_${lab}" "worker_${lab}_\\1" worker ${exe})
+    endif()
+    file(GLOB probes ${grader_dir}/probes.cu ${grader_dir}/probes.cpp)
+    add_executable(${worker} ${PROJECT_SOURCE_DIR}/common/src/remote_worker_table.cpp ${probes}
+                             $<TARGET_OBJECTS:kit_worker>)
+    target_include_directories(${worker} PRIVATE ${grader_dir})
+    target_link_libraries(${worker} PRIVATE ${lib})
+    target_compile_options(${worker} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    # The judge is the target grade_<lab> (bin/grade_<lab>, the student's quick loop); building it
+    # builds the student's worker too. `reference_<lab>` and `wrong_<lab>_<name>` build the judge
+    # and their own worker.
+    if(exe STREQUAL "grade_${lab}")
+      add_dependencies(${exe} ${worker})
+    else()
+      add_custom_target(${exe})
+      add_dependencies(${exe} grade_${lab} ${worker})
+    endif()
+    set(binary "$<TARGET_FILE:grade_${lab}>")
+    set(worker_entry ", \"worker\": \"$<TARGET_FILE:${worker}>\"")
+  else()
+    add_executable(${exe} ${arg_TESTS})
+    # The lab's grader folder, so a hidden test (grader/<lab>/hidden/) includes the grader's headers
+    # as the visible tests next to them do.
+    target_include_directories(${exe} PRIVATE ${grader_dir})
+    target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
+    target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
+    target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    set(binary "$<TARGET_FILE:${exe}>")
+  endif()
 
   # For kit-targets.json (grader/CMakeLists.txt): the binary, the library, and where each student
   # file of the lab (grader/<lab>/lab.json) was taken from.
@@ -131,7 +196,7 @@ function(kit_lab_build lab variant lib exe)
   endforeach()
   list(JOIN file_entries ", " file_entries)
   set_property(GLOBAL APPEND PROPERTY KIT_TARGETS_JSON
-    "\"${exe}\": {\"lab\": \"${lab}\", \"variant\": \"${variant}\", \"binary\": \"$<TARGET_FILE:${exe}>\", \"archive\": \"$<TARGET_FILE:${lib}>\", \"files\": {${file_entries}}}")
+    "\"${exe}\": {\"lab\": \"${lab}\", \"variant\": \"${variant}\", \"binary\": \"${binary}\"${worker_entry}, \"archive\": \"$<TARGET_FILE:${lib}>\", \"files\": {${file_entries}}}")
 endfunction()
 
 # Known-wrong submissions: grader/<lab>/wrong.json lists plausible student mistakes, each as text

@@ -35,4 +35,21 @@ void throw_launch_error(cudaError_t code, const char* kernel, const char* file, 
   throw CudaError(code, out.str());
 }
 
+namespace detail {
+namespace {
+void (*device_free_hook)(const void*) = nullptr;
+}  // namespace
+
+void note_device_free(const void* p) noexcept {
+  if (device_free_hook != nullptr && p != nullptr) {
+    try {
+      device_free_hook(p);
+    } catch (...) {
+    }
+  }
+}
+
+void set_device_free_hook(void (*hook)(const void*)) { device_free_hook = hook; }
+}  // namespace detail
+
 }  // namespace kit

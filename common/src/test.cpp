@@ -81,6 +81,13 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   RecordProperty("samples", std::to_string(result.ratio.n));
   RecordProperty("student_rate", fixed(result.student_rate * unit_scale, 1) + " " + unit);
   RecordProperty("ceiling_rate", fixed(result.ceiling_rate * unit_scale, 1) + " " + unit);
+  if (result.timing_mismatches > 0) {
+    // The worker's clock disagreed with the judge's (kit/remote.h): the judge's times were used.
+    RecordProperty("timing_mismatches", std::to_string(result.timing_mismatches));
+    std::printf("[ kit perf ] %d of the student's timed runs took longer by the judge's clock than "
+                "the worker reported; the judge's times were used\n",
+                result.timing_mismatches);
+  }
 
   std::ostringstream line;
   line << student.name << ": " << fixed(result.student_rate * unit_scale, 1) << " " << unit

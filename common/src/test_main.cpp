@@ -36,6 +36,9 @@
 #include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/test.h"
+#ifdef KIT_JUDGE
+#include "kit/remote.h"
+#endif
 
 #ifndef KIT_LAB_ID
 #define KIT_LAB_ID "unknown"
@@ -87,7 +90,7 @@ int list_tests() {
   const auto& metas = kit::registered_tests();
   const auto* unit = ::testing::UnitTest::GetInstance();
   std::ostringstream out;
-  out << "{\"lab\": " << json_string(KIT_LAB_ID) << ", \"variant\": " << json_string(KIT_VARIANT)
+  out << "{\"lab\": " << json_string(KIT_LAB_ID) << ", \"variant\": " << json_string(kit::build_variant())
       << ", \"tests\": [";
   bool first = true;
   for (int s = 0; s < unit->total_test_suite_count(); ++s) {
@@ -243,20 +246,20 @@ std::string take_run_key() {
   return key;
 }
 
-// Removes "--kit_verdict=PATH" from argv and returns PATH ("" when absent).
-std::string take_verdict_path(int& argc, char** argv) {
-  static const char flag[] = "--kit_verdict=";
-  std::string path;
+// Removes "<flag>VALUE" (flag ends in '=') from argv and returns VALUE ("" when absent).
+std::string take_flag(int& argc, char** argv, const char* flag) {
+  const std::size_t length = std::strlen(flag);
+  std::string value;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], flag, sizeof flag - 1) == 0)
-      path = argv[i] + sizeof flag - 1;
+    if (std::strncmp(argv[i], flag, length) == 0)
+      value = argv[i] + length;
     else
       argv[kept++] = argv[i];
   }
   argc = kept;
   argv[argc] = nullptr;
-  return path;
+  return value;
 }
 
 bool reserved_key(const std::string& key) {
@@ -338,9 +341,25 @@ constexpr std::size_t kMinRunKeyBytes = 32;
 int main(int argc, char** argv) {
   // First of all, before any test code runs: take the key and the verdict path.
   const std::string run_key = take_run_key();
-  const std::string verdict_path = take_verdict_path(argc, argv);
+  const std::string verdict_path = take_flag(argc, argv, "--kit_verdict=");
+#ifdef KIT_JUDGE
+  // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
+  // student's own build next to this binary; the runner names the worker and the time limit.
+  std::string worker = take_flag(argc, argv, "--kit_worker=");
+  const std::string timeout = take_flag(argc, argv, "--kit_timeout=");
+  // Which build the worker is (student, reference, ...): its thresholds and its listing.
+  const std::string variant = take_flag(argc, argv, "--kit_variant=");
+  if (worker.empty()) worker = KIT_WORKER_DEFAULT;
   ::testing::InitGoogleTest(&argc, argv);
+  kit::remote::configure_judge(worker, timeout.empty() ? 0.0 : std::atof(timeout.c_str()));
+#else
+  ::testing::InitGoogleTest(&argc, argv);
+#endif
+#ifdef KIT_JUDGE
+  kit::set_build_variant(variant.empty() ? "student" : variant);
+#else
   kit::set_build_variant(KIT_VARIANT);
+#endif
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kit_list") == 0) return list_tests();
     if (std::strcmp(argv[i], "--kit_device") == 0) {
@@ -354,13 +373,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::printf("[ kit      ] lab %s (%s build), %s\n", KIT_LAB_ID, KIT_VARIANT,
+    std::printf("[ kit      ] lab %s (%s build), %s\n", KIT_LAB_ID, kit::build_variant().c_str(),
                 kit::seed_note().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kit: %s\n", e.what());
     return 2;
   }
   const int status = RUN_ALL_TESTS();
+#ifdef KIT_JUDGE
+  kit::remote::shut_down_worker();
+#endif
   std::fflush(stdout);
   if (!verdict_path.empty() && !write_verdict(verdict_path, run_key)) return 2;
   return status;

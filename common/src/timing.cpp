@@ -3,16 +3,34 @@
 #include <algorithm>
 #include <vector>
 
+#include "kit/remote.h"
+
 namespace kit {
+
+namespace remote {
+namespace {
+thread_local TimedScope* innermost_scope = nullptr;
+}  // namespace
+TimedScope::TimedScope() : previous_(innermost_scope) { innermost_scope = this; }
+TimedScope::~TimedScope() { innermost_scope = previous_; }
+TimedScope* TimedScope::current() { return innermost_scope; }
+}  // namespace remote
+
 namespace {
 
 // Milliseconds of one run of `run` on `stream`. The runs are the student's and the ceiling's
-// kernels, whose launchers may leave a launch error unread: it fails the measurement here.
+// kernels, whose launchers may leave a launch error unread: it fails the measurement here. In a
+// judge (kit/remote.h) the student's launcher runs in the worker, where the judge's events cannot
+// see it: then the time is the worker's, as checked against the judge's clock (TimedScope), and a
+// disagreement is counted in `mismatches`.
 float time_run(EventTimer& events, const std::function<void(cudaStream_t)>& run,
-               cudaStream_t stream) {
+               cudaStream_t stream, int* mismatches = nullptr) {
+  remote::TimedScope remote_call;
   const float ms = events.time(stream, [&] { run(stream); });
   KIT_CUDA_CHECK(cudaGetLastError());
-  return ms;
+  if (!remote_call.used()) return ms;
+  if (remote_call.mismatch() && mismatches != nullptr) ++*mismatches;
+  return static_cast<float>(remote_call.ms());
 }
 
 class Stream {
@@ -85,9 +103,10 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
   Stream stream;
   L2Flusher flusher;
   EventTimer events;
+  int mismatches = 0;
   auto timed = [&](const Timed& t) {
     flusher.flush(stream);
-    return static_cast<double>(time_run(events, t.run, stream));
+    return static_cast<double>(time_run(events, t.run, stream, &mismatches));
   };
   for (int i = 0; i < options.warmup; ++i) {
     timed(student);
@@ -120,6 +139,7 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
   result.passed = sampled.passed;
   result.student_ms = summarize(student_ms).median;
   result.ceiling_ms = summarize(ceiling_ms).median;
+  result.timing_mismatches = mismatches;
   result.student_rate = student.work / (result.student_ms * 1e-3);
   result.ceiling_rate = ceiling.work / (result.ceiling_ms * 1e-3);
   return result;

@@ -15,6 +15,7 @@
 
 #include "indexing.h"
 #include "kit/check.h"
+#include "remote.h"
 #include "kit/test.h"
 
 namespace {
@@ -252,18 +253,16 @@ KIT_TEST(IndexingHost, WarpAndLaneCutTheLinearOrderIn32s, "indexing.4", host, 2,
   EXPECT_EQ(lab01::lane_index(make_uint3(99, 0, 0), dim3(100, 1, 1)), 3u);
 }
 
-// Records, for every thread of one block, what the student's functions say and what the hardware
-// did: its lane register, and (through a shuffle from lane 0) which thread leads its warp.
-__global__ void observe_warps_kernel(unsigned* said_warp, unsigned* said_lane, unsigned* hw_lane,
-                                     unsigned* hw_leader) {
+// Records, for every thread of one block, what the hardware did: its lane register, and (through
+// a shuffle from lane 0) which thread leads its warp. What the student's functions say about the
+// same threads is recorded by the worker (probes.cu), where the student's code runs.
+__global__ void observe_warps_kernel(unsigned* hw_lane, unsigned* hw_leader) {
   // The slot is only where results are stored; the verdict compares against the hardware.
   const unsigned slot = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
   unsigned lane;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
   hw_lane[slot] = lane;
   hw_leader[slot] = __shfl_sync(__activemask(), slot, 0);
-  said_warp[slot] = lab01::warp_index(threadIdx, blockDim);
-  said_lane[slot] = lab01::lane_index(threadIdx, blockDim);
 }
 
 class WarpLayout : public kit::GpuTestWithParam<dim3> {};
@@ -274,10 +273,10 @@ KIT_TEST_P(WarpLayout, MatchesWhatTheHardwareDoes, "indexing.4", gpu, 1,
   const unsigned threads = block.x * block.y * block.z;
   kit::DeviceBuffer<unsigned> said_warp(threads), said_lane(threads), hw_lane(threads),
       hw_leader(threads);
-  observe_warps_kernel<<<1, block>>>(said_warp.data(), said_lane.data(), hw_lane.data(),
-                                     hw_leader.data());
+  observe_warps_kernel<<<1, block>>>(hw_lane.data(), hw_leader.data());
   KIT_CHECK_LAUNCH("observe_warps_kernel");
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  lab01_probe::record_said_warps(block, said_warp.data(), said_lane.data());
   const auto warp = said_warp.download(), lane = said_lane.download(), hw_l = hw_lane.download(),
              leader = hw_leader.download();
 

@@ -60,7 +60,10 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a sticky error surfaces elsewhere
+    if (ptr_) {
+      detail::note_device_free(ptr_);
+      cudaFree(ptr_);  // no throw from a destructor; a sticky error surfaces elsewhere
+    }
     ptr_ = nullptr;
   }
   T* ptr_ = nullptr;

@@ -30,6 +30,13 @@ class CudaError : public std::runtime_error {
 /// Throws CudaError for a kernel launch that failed (`what` names the kernel).
 [[noreturn]] void throw_launch_error(cudaError_t code, const char* kernel, const char* file, int line);
 
+namespace detail {
+/// Called by DeviceBuffer just before it frees device memory. In a judge (kit/remote.h) the hook
+/// tells the worker to let go of its mapping of that buffer; elsewhere there is no hook.
+void note_device_free(const void* p) noexcept;
+void set_device_free_hook(void (*hook)(const void*));
+}  // namespace detail
+
 }  // namespace kit
 
 /// Checks the cudaError_t returned by `call`; on failure throws kit::CudaError naming the call.
