@@ -225,7 +225,8 @@ def _count_tests(target: LabTarget, variant: str) -> int | None:
         return None
     steps = [step.id for step in target.lab.steps]
     try:
-        return len(protocol.list_tests(target.binary, target.lab.id, variant, steps))
+        return len(protocol.list_tests(target.binary, target.lab.id, variant, steps,
+                                       target.judge_args(variant)))
     except protocol.ProtocolError:
         return None
 

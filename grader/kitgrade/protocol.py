@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -94,9 +94,11 @@ class Outcome:
     duration_s: float = 0.0
 
 
-def list_tests(binary: Path, lab: str, variant: str, steps: Collection[str]) -> list[TestSpec]:
-    """Runs ``BIN --kit_list`` and validates it against the expected lab, variant and steps."""
-    returncode, stdout, stderr = _probe(binary, "--kit_list")
+def list_tests(binary: Path, lab: str, variant: str, steps: Collection[str],
+               extra: Sequence[str] = ()) -> list[TestSpec]:
+    """Runs ``BIN --kit_list`` and validates it against the expected lab, variant and steps.
+    `extra`: more arguments (a judge's worker and variant, see runner.LabTarget.judge_args)."""
+    returncode, stdout, stderr = _probe(binary, "--kit_list", *extra)
     if returncode is None:
         raise ProtocolError(f"--kit_list did not finish within {PROBE_TIMEOUT_S:g} s")
     if returncode != 0:
@@ -169,8 +171,15 @@ def query_device(binary: Path) -> dict[str, Any]:
     return data
 
 
-def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome:
-    """Runs one test in its own process group and judges it from exit status + signed verdict."""
+JUDGE_GRACE_S = 30.0
+"""A judge (kit/remote.h) enforces the test's time limit on the student's code itself and reports
+it as the test's verdict; the runner's own limit on the judge is this much longer."""
+
+
+def run_test(binary: Path, test_id: str, seed: int, timeout_s: float,
+             extra: Sequence[str] = ()) -> Outcome:
+    """Runs one test in its own process group and judges it from exit status + signed verdict.
+    `extra` non-empty means `binary` is a judge: it gets the limit and these arguments."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         verdict = Path(tmp) / "verdict.json"
@@ -178,10 +187,14 @@ def run_test(binary: Path, test_id: str, seed: int, timeout_s: float) -> Outcome
         work = Path(tmp) / "work"  # the test's working directory: whatever it writes stays here
         work.mkdir()
         argv = [str(binary.absolute()), f"--gtest_filter={test_id}", f"--kit_verdict={verdict}"]
+        limit = timeout_s
+        if extra:
+            argv += [*extra, f"--kit_timeout={timeout_s:g}"]
+            limit = timeout_s + JUDGE_GRACE_S
         start = time.monotonic()
         with log.open("wb") as out:
             try:
-                returncode = _run_with_nonce(argv, nonce, seed, out, work, timeout_s)
+                returncode = _run_with_nonce(argv, nonce, seed, out, work, limit)
             except OSError as err:
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
         duration = time.monotonic() - start
@@ -251,6 +264,13 @@ def judge(test_id: str, returncode: int | None, report: str | None, output_tail:
     measurements = {k: str(v) for k, v in entry.items() if k not in GTEST_KEYS}
     failures = _failure_messages(entry.get("failures"))
     result = entry.get("result")
+    # A judge (kit/remote.h) reports what became of the worker that ran the student's code.
+    worker_status = measurements.pop("kit_status", None)
+    worker_reason = measurements.pop("kit_reason", "")
+    if worker_status in ("crashed", "timed_out"):
+        status = Status.TIMED_OUT if worker_status == "timed_out" else Status.CRASHED
+        return Outcome(status, worker_reason, _cap("\n\n".join(failures)) or output_tail,
+                       measurements)
     if failures:
         return Outcome(Status.FAILED, "", _cap("\n\n".join(failures)), measurements)
     if returncode == 1:  # e.g. a failure outside the test body, in a suite-level fixture
@@ -300,11 +320,11 @@ def _failure_messages(failures: Any) -> list[str]:
     return [str(f.get("failure", f)) if isinstance(f, dict) else str(f) for f in failures]
 
 
-def _probe(binary: Path, flag: str) -> tuple[int | None, str, str]:
+def _probe(binary: Path, flag: str, *extra: str) -> tuple[int | None, str, str]:
     """Runs a metadata query and returns (exit status or None on timeout, stdout, stderr)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            returncode = _run([str(binary), flag], env=dict(os.environ), stdout=out, stderr=err,
+            returncode = _run([str(binary), flag, *extra], env=dict(os.environ), stdout=out, stderr=err,
                               timeout_s=PROBE_TIMEOUT_S)
         except OSError as error:
             raise ProtocolError(f"cannot run it: {error.strerror}") from error

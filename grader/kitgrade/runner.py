@@ -52,6 +52,15 @@ class LabTarget:
     runs before main() and could answer --kit_list itself (a forged listing that drops failing
     tests or inflates points). None: the graded binary lists its own tests (a student edition,
     which has no reference; the fake lab)."""
+    worker: Path | None = None
+    """For a lab graded by a judge (kit/remote.h): the worker built from the student's files;
+    `binary` is then the judge, which never runs student code and so lists its own tests."""
+
+    def judge_args(self, variant: str) -> list[str]:
+        """The arguments that point a judge at this target's worker ([] for a plain grader)."""
+        if self.worker is None:
+            return []
+        return [f"--kit_worker={self.worker.absolute()}", f"--kit_variant={variant}"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +95,10 @@ def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: st
     `sources` overrides the files to scan (a submission's own files)."""
     name = f"wrong_{lab.id}_{wrong}" if wrong is not None else target_name(lab, variant)
     entry = read_targets(build_dir).get(name)
+    worker = None
     if entry is not None:
         binary, archive = Path(entry["binary"]), Path(entry["archive"])
+        worker = Path(entry["worker"]) if entry.get("worker") else None
         files = {file: Path(where) for file, where in entry["files"].items()}
     else:
         library = f"lab_{lab.id}_wrong_{wrong}" if wrong is not None else f"lab_{lab.id}_{variant}"
@@ -103,7 +114,9 @@ def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: st
                         for file in lab.student_files)
     reference = read_targets(build_dir).get(target_name(lab, "reference"))
     listed_by = Path(reference["binary"]) if reference and name != target_name(lab, "reference") else None
-    return LabTarget(lab, binary, sources, archive, listed_by)
+    if worker is not None:
+        listed_by = None  # a judge has no student code in it: its own list is the trusted one
+    return LabTarget(lab, binary, sources, archive, listed_by, worker)
 
 
 def read_targets(build_dir: Path) -> dict[str, dict]:
@@ -145,7 +158,8 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         if target.listed_by is not None and target.listed_by.is_file():
             specs = protocol.list_tests(target.listed_by, lab.id, "reference", result.steps)
         else:
-            specs = protocol.list_tests(target.binary, lab.id, options.variant, result.steps)
+            specs = protocol.list_tests(target.binary, lab.id, options.variant, result.steps,
+                                        target.judge_args(options.variant))
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
@@ -153,6 +167,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
     order = {step.id: i for i, step in enumerate(lab.steps)}
     specs.sort(key=lambda s: order[s.step])  # stable: keeps the binary's order within a step
     timeout = options.timeout_s or lab.timeout_s
+    extra = target.judge_args(options.variant)
     by_id: dict[str, TestResult] = {}
 
     def finish(spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
@@ -171,7 +186,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
     correctness = [s for s in specs if s.kind != "perf" and s.id not in by_id]
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {
-            pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout): s
+            pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout, extra): s
             for s in correctness if s.kind != "timed"
         }
         try:
@@ -185,7 +200,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
             raise
 
     for spec in (s for s in correctness if s.kind == "timed"):
-        finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
+        finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout, extra))
 
     gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
     # Closed only because a GPU was missing: say so, not that a correctness step failed.
@@ -194,7 +209,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         for s in correctness) else PERF_GATE_REASON
     for spec in (s for s in specs if s.kind == "perf" and s.id not in by_id):
         if gate_open:
-            finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout))
+            finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout, extra))
         else:
             finish(spec, protocol.Outcome(Status.NOT_RUN, gate_reason))
 

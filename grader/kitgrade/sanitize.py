@@ -19,6 +19,7 @@ import argparse
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import protocol, runner
@@ -69,11 +70,13 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
             return 3
     rows = []
     for lab in labs:
-        binary = runner.binary_path(build_dir / "bin", lab, args.variant)
+        target = runner.lab_target(ctx.root, build_dir, lab, args.variant)
+        binary, extra = target.binary, target.judge_args(args.variant)
         perf: list[str] = []
         if not args.filter:
             try:
-                specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps])
+                specs = protocol.list_tests(binary, lab.id, args.variant, [s.id for s in lab.steps],
+                                            extra)
             except protocol.ProtocolError as err:
                 ctx.stderr.write(f"could not list tests of {binary}: {err}\n")
                 return 3
@@ -87,7 +90,7 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
                                      f"{skip.why}\n")
                     left_out += skip.tests
                 test_filter = "*" + ("-" + ":".join(left_out) if left_out else "")
-            argv = command(sanitizer, tool, binary, test_filter)
+            argv = command(sanitizer, tool, binary, test_filter, extra)
             ctx.stdout.write("$ " + " ".join(argv) + "\n")
             ctx.stdout.flush()
             started = time.monotonic()
@@ -117,8 +120,11 @@ def find_sanitizer() -> str | None:
     return shutil.which("compute-sanitizer") or (str(candidate) if candidate.is_file() else None)
 
 
-def command(sanitizer: str, tool: str, binary: Path, test_filter: str) -> list[str]:
+def command(sanitizer: str, tool: str, binary: Path, test_filter: str,
+            extra: Sequence[str] = ()) -> list[str]:
     """The command line that runs `binary`'s tests matching `test_filter` under `tool`; it exits
-    with ERROR_EXIT when the tool reports an error."""
-    return [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), str(binary),
-            f"--gtest_filter={test_filter}"]
+    with ERROR_EXIT when the tool reports an error. A judge (kit/remote.h) runs the student's code
+    in its worker, a child process: the tool follows every process, and `extra` (the judge's
+    arguments) names the worker."""
+    return [sanitizer, "--tool", tool, "--target-processes", "all", "--error-exitcode",
+            str(ERROR_EXIT), str(binary), f"--gtest_filter={test_filter}", *extra]

@@ -397,9 +397,12 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
         out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
         return
     for lab, sub in cases:
-        for binary, want_hazard in ((bin_dir / f"wrong_{lab.id}_{sub.name}", True),
-                                    (runner.binary_path(bin_dir, lab, "reference"), False)):
-            argv = sanitize.command(sanitizer, "racecheck", binary, sub.racecheck)
+        for target, variant, want_hazard in (
+                (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
+                (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
+            binary = target.binary
+            argv = sanitize.command(sanitizer, "racecheck", binary, sub.racecheck,
+                                    target.judge_args(variant))
             what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
                     else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
             try:

@@ -60,7 +60,7 @@ class SanitizeTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         self.assertIn("sanitize 01_alpha (reference, memcheck): clean", out)
         [call] = self.calls()
-        self.assertTrue(call.startswith(f"--tool memcheck --error-exitcode {ERROR_EXIT} "), call)
+        self.assertTrue(call.startswith(f"--tool memcheck --target-processes all --error-exitcode {ERROR_EXIT} "), call)
         self.assertTrue(call.endswith("reference_01_alpha --gtest_filter=*-Perf.Saxpy"), call)
         self.assertNotIn("sanitize summary", out)  # one run: no table
 
