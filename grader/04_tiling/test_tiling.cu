@@ -22,6 +22,7 @@
 #include "gemm_baselines.cuh"
 #include "kit/check.h"
 #include "kit/test.h"
+#include "remote.h"
 #include "tiling.h"
 
 namespace {
@@ -102,8 +103,13 @@ struct Ownership {
   unsigned tile_rows, tile_cols;  // C elements per block
   bool one_per_thread;            // step 2: thread (col % tile, row % tile)
 };
-Ownership tiled_ownership() { return {lab04::kTile, lab04::kTile, true}; }
-Ownership blocked_ownership() { return {lab04::kBlockM, lab04::kBlockN, false}; }
+// The student's tile sizes, asked of the worker once (they may differ from the stub's).
+const lab04_probe::TileSizes& student_sizes() {
+  static const lab04_probe::TileSizes sizes = lab04_probe::tile_sizes(0);
+  return sizes;
+}
+Ownership tiled_ownership() { return {student_sizes().tile, student_sizes().tile, true}; }
+Ownership blocked_ownership() { return {student_sizes().block_m, student_sizes().block_n, false}; }
 
 std::string owner(const Ownership& o, unsigned row, unsigned col) {
   std::ostringstream s;
@@ -165,10 +171,10 @@ using MatmulFn = kit::Launch (*)(unsigned, unsigned, unsigned, const float*, con
 struct Kernel {
   const char* name;
   MatmulFn run;
-  Ownership own;
+  Ownership (*ownership)();  // asked when needed: the student's tile sizes come from the worker
 };
-const Kernel kTiled{"matmul_tiled", lab04::matmul_tiled, tiled_ownership()};
-const Kernel kBlocked{"matmul_blocked", lab04::matmul_blocked, blocked_ownership()};
+const Kernel kTiled{"matmul_tiled", lab04::matmul_tiled, tiled_ownership};
+const Kernel kBlocked{"matmul_blocked", lab04::matmul_blocked, blocked_ownership};
 
 // Runs `kernel` on fresh random operands of shape `s` and checks it against the double-precision
 // host product; the inputs must come back unchanged.
@@ -181,7 +187,7 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
   const std::string what = std::string(kernel.name) + " " + s.name();
-  EXPECT_TRUE(product_matches(what, s, exact, abs_sum, 1.0, c, kernel.own));
+  EXPECT_TRUE(product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership()));
   EXPECT_TRUE(kit::input_unchanged("A", op.d_a, op.a));
   EXPECT_TRUE(kit::input_unchanged("B", op.d_b, op.b));
 }
@@ -192,6 +198,12 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
                                           const kit::GuardedBuffer<float>& c, Cublas& cublas,
                                           const std::string& when) {
   const Shape3 s = op.s;
+  // cuBLAS multiplies what is in the input buffers now: a kernel that overwrote them (say with
+  // zeros, and C with zeros too) would match it. So the inputs must be the ones handed out.
+  const auto a_kept = kit::input_unchanged("A", op.d_a, op.a);
+  const auto b_kept = kit::input_unchanged("B", op.d_b, op.b);
+  if (!a_kept) return a_kept;
+  if (!b_kept) return b_kept;
   const std::size_t count = std::size_t(s.m) * s.n;
   kit::DeviceBuffer<float> reference(count), abs_sum(count);
   cublas.sgemm(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), reference.data(), 0);
@@ -200,7 +212,7 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   std::vector<float> sums = abs_sum.download();
   for (float& x : sums) x = static_cast<float>(x * (1.0 + 2.0 * gamma(s.k)));
   return product_matches(std::string(kernel.name) + " " + s.name() + " vs cuBLAS" + when, s,
-                         reference.download(), sums, 2.0, c, kernel.own);
+                         reference.download(), sums, 2.0, c, kernel.ownership());
 }
 
 // Runs `kernel` on the operands in `op` into a fresh poisoned output and checks it with cuBLAS.
@@ -261,14 +273,17 @@ KIT_TEST(TilingHost, LoadOrZeroPadsOutsideTheMatrix, "tiling.1", host, 2,
   // A 3 x 5 matrix followed by NaNs: reading past it would show.
   std::vector<float> storage(3 * 5 + 64, std::nanf(""));
   for (unsigned i = 0; i < 15; ++i) storage[i] = float(i + 1);
-  const float* m = storage.data();
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {0, 0}), 1.0f);
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {1, 2}), 8.0f) << "element (1, 2) of a 3 x 5 matrix is at 1 * 5 + 2";
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {2, 4}), 15.0f) << "the last element";
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {3, 0}), 0.0f) << "row 3 is past the last row: 0";
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {0, 5}), 0.0f)
+  // The student's load_or_zero runs in the worker, on its own copy of this storage.
+  const auto load_or_zero = [&](unsigned rows, unsigned cols, MatIndex e) {
+    return lab04_probe::load_or_zero_on_host(storage, rows, cols, e);
+  };
+  EXPECT_EQ(load_or_zero(3, 5, {0, 0}), 1.0f);
+  EXPECT_EQ(load_or_zero(3, 5, {1, 2}), 8.0f) << "element (1, 2) of a 3 x 5 matrix is at 1 * 5 + 2";
+  EXPECT_EQ(load_or_zero(3, 5, {2, 4}), 15.0f) << "the last element";
+  EXPECT_EQ(load_or_zero(3, 5, {3, 0}), 0.0f) << "row 3 is past the last row: 0";
+  EXPECT_EQ(load_or_zero(3, 5, {0, 5}), 0.0f)
       << "column 5 is past the last column (even though m[5] exists: it is row 1): 0";
-  EXPECT_EQ(lab04::load_or_zero(m, 3, 5, {40, 40}), 0.0f) << "far outside: 0";
+  EXPECT_EQ(load_or_zero(3, 5, {40, 40}), 0.0f) << "far outside: 0";
 }
 
 // Replays one thread of the tiled kernel on the host: for output C(r, c) of block (bx, by), thread
@@ -307,7 +322,7 @@ KIT_TEST(TilingHost, TilesSumEveryProductExactlyOnce, "tiling.1", host, 4,
          "x < k, on shapes 1x1x1, 33x65x17, 1000x1100x700 and tiles 16 and 32") {
   auto rng = kit::test_random();
   for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{33, 65, 17}, Shape3{1000, 1100, 700}, Shape3{64, 64, 64}})
-    for (const unsigned tile : {16u, 32u, lab04::kTile}) {
+    for (const unsigned tile : {16u, 32u, student_sizes().tile}) {
       std::vector<MatIndex> samples = {{0, 0}, {s.m - 1, s.n - 1}, {s.m - 1, 0}, {0, s.n - 1}};
       for (int i = 0; i < 20; ++i)
         samples.push_back({unsigned(rng.uniform_int(0, s.m - 1)), unsigned(rng.uniform_int(0, s.n - 1))});

@@ -1,0 +1,34 @@
+// Lab 04's student functions as the judge calls them (kit/remote.h), and the grader's probes that
+// must run beside the student's code (probes.cu).
+#pragma once
+
+#include <vector>
+
+#include "tiling.h"
+
+namespace lab04_probe {
+
+/// The tile sizes the student chose in tiling_math.cuh (they may change them): the judge names the
+/// block that owns a wrong element with these, and replays the student's tiles at their kTile.
+struct TileSizes {
+  unsigned tile, block_m, block_n, block_k, thread_m, thread_n, block_threads;
+};
+TileSizes tile_sizes(int unused);
+
+/// lab04::load_or_zero on a copy of `storage` in the worker's host memory.
+float load_or_zero_on_host(std::vector<float> storage, unsigned rows, unsigned cols,
+                           lab04::MatIndex e);
+
+}  // namespace lab04_probe
+
+#define KIT_LAB_REMOTE(X)                                                                     \
+  X(lab04, matmul_tiled, kit::Launch,                                                         \
+    (unsigned, unsigned, unsigned, const float*, const float*, float*, cudaStream_t))          \
+  X(lab04, matmul_blocked, kit::Launch,                                                       \
+    (unsigned, unsigned, unsigned, const float*, const float*, float*, cudaStream_t))          \
+  X(lab04, phase_count, unsigned, (unsigned, unsigned))                                       \
+  X(lab04, a_tile_element, lab04::MatIndex, (unsigned, unsigned, unsigned, unsigned, unsigned)) \
+  X(lab04, b_tile_element, lab04::MatIndex, (unsigned, unsigned, unsigned, unsigned, unsigned)) \
+  X(lab04_probe, tile_sizes, lab04_probe::TileSizes, (int))                                   \
+  X(lab04_probe, load_or_zero_on_host, float,                                                 \
+    (std::vector<float>, unsigned, unsigned, lab04::MatIndex))
