@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@ struct Judge {
   std::vector<cudaIpcMemHandle_t> forgotten;          // freed since the last call
   double null_call_ms = -1.0;                          // overhead of a timed call, measured once
   Clock::time_point test_started = Clock::now();
+  std::string sandbox;                                  // what the worker's sandbox applied
+  const ::testing::TestInfo* sandbox_noted_for = nullptr;
   bool have_device = false;
   bool device_checked = false;
 };
@@ -322,7 +325,23 @@ cudaStream_t get_stream(Reader&) { throw std::logic_error("kit judge: get_stream
 
 }  // namespace detail
 
+// Records, once per test, what the worker's sandbox could apply (asked once per worker).
+void note_sandbox() {
+  Judge& j = judge();
+  if (j.sandbox.empty()) {
+    const std::string reply = round_trip("kit::sandbox()", "", false, nullptr, nullptr);
+    Reader r(reply);
+    j.sandbox = Codec<std::string>::get(r);
+  }
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (test != nullptr && test != j.sandbox_noted_for) {
+    ::testing::Test::RecordProperty("sandbox", j.sandbox);
+    j.sandbox_noted_for = test;
+  }
+}
+
 std::string exchange(const char* key, const std::string& args) {
+  note_sandbox();
   TimedScope* scope = TimedScope::current();
   if (scope == nullptr) return round_trip(key, args, false, nullptr, nullptr);
 
@@ -364,6 +383,9 @@ std::string exchange(const char* key, const std::string& args) {
 }
 
 void configure_judge(const std::string& worker_path, double timeout_s) {
+  // No process of this user may read or write this one's memory (ptrace, /proc/PID/mem): the
+  // worker it starts runs the student's code as the same user.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   Judge& j = judge();
   j.worker_path = worker_path;
   if (timeout_s > 0) j.timeout_s = timeout_s;

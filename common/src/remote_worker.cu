@@ -3,9 +3,20 @@
 // student's function, wait for the device, send back the result (or the exception, or the CUDA
 // error, after which it exits: a context with a sticky error is useless). It decides nothing:
 // every check and every verdict is the judge's.
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <linux/audit.h>
+#include <linux/landlock.h>
+#include <sched.h>
+#endif
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +29,119 @@
 
 // The lab's table (common/src/remote_worker_table.cpp, compiled with the lab's remote.h).
 extern const kit::remote::Entry* kit_remote_entries(std::size_t* count);
+
+// ---- The sandbox, before any student code runs --------------------------------------------------
+// A function in .preinit_array runs before every constructor of the program, the student's objects'
+// included (kitgrade.inspect refuses student objects with .preinit_array entries of their own). It
+// confines the process for its whole life, where the kernel allows:
+//  * seccomp: no ptrace, no reading or writing another process's memory, no new processes (threads
+//    only), no exec;
+//  * Landlock: no file is written, created or removed outside /dev (the GPU's device files) and the
+//    worker's working directory (a scratch folder of the runner's), so the student's code cannot
+//    change the kit, the judge, the reports or a verdict file;
+// KIT_NO_SANDBOX=1 (set by whoever starts the judge, never by student code) turns it off for
+// debugging. What was applied is in kit_sandbox_status, which the judge asks for (kit::sandbox()).
+namespace {
+
+char kit_sandbox_status[256] = "not applied";
+
+#if defined(__x86_64__)
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+
+bool apply_seccomp() {
+  constexpr unsigned kNr = offsetof(seccomp_data, nr);
+  constexpr unsigned kArch = offsetof(seccomp_data, arch);
+  constexpr unsigned kArg0 = offsetof(seccomp_data, args[0]);
+  constexpr unsigned kDeny = SECCOMP_RET_ERRNO | EPERM;
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fork, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_vfork, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      // clone3 passes its flags in memory, out of a filter's sight: refuse it as unknown, and the C
+      // library falls back to clone, whose flags a filter can read.
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 435 /* clone3 */, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0),  // a thread: allowed
+      BPF_STMT(BPF_RET | BPF_K, kDeny),                          // a new process: refused
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+bool landlock_allow(int ruleset, const char* path, __u64 access) {
+  const int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) return false;
+  landlock_path_beneath_attr rule{access, fd};
+  const bool ok = syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) == 0;
+  close(fd);
+  return ok;
+}
+
+const char* apply_landlock() {
+  const __u64 writes = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                       LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                       LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                       LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                       LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  landlock_ruleset_attr attr{};
+  attr.handled_access_fs = writes;
+  const int ruleset = static_cast<int>(syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0));
+  if (ruleset < 0) return errno == ENOSYS || errno == EOPNOTSUPP ? "unavailable in this kernel"
+                                                                 : "refused by the kernel";
+  const bool ok = landlock_allow(ruleset, "/dev", writes) && landlock_allow(ruleset, ".", writes);
+  const bool restricted = ok && syscall(__NR_landlock_restrict_self, ruleset, 0) == 0;
+  close(ruleset);
+  return restricted ? nullptr : "could not be applied";
+}
+#endif
+
+void apply_sandbox() {
+  const char* off = std::getenv("KIT_NO_SANDBOX");
+  if (off != nullptr && std::strcmp(off, "1") == 0) {
+    std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "off (KIT_NO_SANDBOX=1)");
+    return;
+  }
+#if defined(__x86_64__)
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "not applied (no_new_privs refused)");
+    return;
+  }
+  const char* landlock = apply_landlock();
+  const bool seccomp = apply_seccomp();
+  std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "seccomp %s; file writes %s",
+                seccomp ? "on" : "refused by the kernel",
+                landlock ? (std::string("not confined: Landlock ") + landlock).c_str()
+                         : "confined to /dev and the scratch folder (Landlock)");
+#else
+  std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "not available on this processor");
+#endif
+}
+
+__attribute__((section(".preinit_array"), used)) void (*const kit_sandbox_first)() = apply_sandbox;
+
+}  // namespace
 
 namespace kit::remote {
 namespace {
@@ -85,6 +209,9 @@ __global__ void empty_kernel() {}
 void null_call(Reader&, Writer&) {
   if (worker().have_device) empty_kernel<<<1, 1, 0, worker().call_stream>>>();
 }
+
+// "kit::sandbox()": what the sandbox could apply in this process, for the judge's report.
+void sandbox_call(Reader&, Writer& w) { Codec<std::string>::put(w, kit_sandbox_status); }
 
 }  // namespace
 
@@ -164,7 +291,9 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
   const auto kind = static_cast<Request>(r.pod<std::uint8_t>());
   forget(r);
   const std::string key = r.text();
-  void (*serve_fn)(Reader&, Writer&) = key == "kit::null()" ? &null_call : nullptr;
+  void (*serve_fn)(Reader&, Writer&) = key == "kit::null()"      ? &null_call
+                                       : key == "kit::sandbox()" ? &sandbox_call
+                                                                 : nullptr;
   for (std::size_t i = 0; i < count && serve_fn == nullptr; ++i)
     if (key == entries[i].key) serve_fn = entries[i].serve;
   if (serve_fn == nullptr) {
@@ -232,6 +361,7 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
 
 int main() {
   using namespace kit::remote;
+  (void)kit_sandbox_first;  // applied before main(); named here so no compiler thinks it unused
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const char* fd_text = std::getenv("KIT_REMOTE_FD");
   if (fd_text == nullptr) {

@@ -17,6 +17,7 @@
 #include "bounds_checks.h"
 #include "kit/check.h"
 #include "kit/test.h"
+#include "remote.h"
 
 namespace {
 
@@ -36,6 +37,8 @@ using lab02_grader::ScaleShiftCase;
 using lab02_grader::Shape2;
 using lab02_grader::shape_name;
 using lab02_grader::size_name;
+using lab02_probe::Ended;
+using lab02_probe::WithConfigOutcome;
 
 using BoundsHost = kit::HostTest;
 
@@ -204,22 +207,31 @@ KIT_TEST(LaunchConfig, InvalidConfigurationThrowsBeforeLaunching, "bounds.4", gp
                                        {dim3(0), dim3(256)}};
   for (const Config& config : invalid) {
     const std::string what = describe_config(config.grid, config.block);
-    try {
-      lab02::scale_shift_with_config(n, c.a, c.b, d_in.data(), d_out.data(), config.grid,
-                                     config.block);
-      ADD_FAILURE() << "scale_shift_with_config returned normally for " << what
-                    << ": the GPU refused that launch, so nothing ran, and the caller was not told";
-    } catch (const std::invalid_argument&) {
-      // expected
-    } catch (const kit::CudaError& e) {
-      ADD_FAILURE() << "scale_shift_with_config threw kit::CudaError for " << what << " ("
-                    << e.what() << "): the launch was attempted and refused by the GPU; "
-                    << "validate_launch should have rejected it first, with std::invalid_argument";
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "scale_shift_with_config threw an unexpected exception for " << what << ": "
-                    << e.what();
+    // Run in the worker, which reports what the student's code threw and the CUDA error it left
+    // pending there (the judge's own cudaGetLastError() cannot see the worker's launches).
+    const WithConfigOutcome outcome = lab02_probe::scale_shift_with_config_outcome(
+        n, c.a, c.b, d_in.data(), d_out.data(), config.grid, config.block, 0);
+    switch (outcome.ended) {
+      case Ended::returned:
+        ADD_FAILURE() << "scale_shift_with_config returned normally for " << what
+                      << ": the GPU refused that launch, so nothing ran, and the caller was not "
+                         "told";
+        break;
+      case Ended::invalid_argument:
+        break;  // expected
+      case Ended::cuda_error:
+        ADD_FAILURE() << "scale_shift_with_config threw kit::CudaError for " << what << " ("
+                      << outcome.what << "): the launch was attempted and refused by the GPU; "
+                      << "validate_launch should have rejected it first, with "
+                         "std::invalid_argument";
+        break;
+      case Ended::other_exception:
+        ADD_FAILURE() << "scale_shift_with_config threw an unexpected exception for " << what
+                      << ": " << outcome.what;
+        break;
     }
-    const cudaError_t pending = cudaGetLastError();  // also clears it for the next configuration
+    // Read (and so cleared) in the worker right after the call, for the next configuration.
+    const cudaError_t pending = outcome.left_pending;
     EXPECT_EQ(pending, cudaSuccess)
         << "after " << what << " a refused launch left the error " << cudaGetErrorName(pending)
         << ": the launch was attempted before the configuration was checked";
@@ -262,19 +274,28 @@ KIT_TEST(LaunchConfig, RefusedLaunchThrows, "bounds.4", gpu, 2,
   kit::DeviceBuffer<float> d_in(c.in);
   kit::GuardedBuffer<float> d_out(n);
   const std::size_t shared_bytes = 1 << 20;  // far above any GPU's shared memory per block
-  try {
-    lab02::scale_shift_with_config(n, c.a, c.b, d_in.data(), d_out.data(), dim3(1), dim3(256),
-                                   shared_bytes);
-    ADD_FAILURE() << "scale_shift_with_config returned normally, but the GPU refused the launch ("
-                  << cudaGetErrorName(cudaPeekAtLastError()) << "): nothing ran and the caller "
-                  << "was not told. A launch returns nothing; its result has to be asked for.";
-  } catch (const kit::CudaError&) {
-    // expected: the launch check reported the refusal
-  } catch (const std::invalid_argument& e) {
-    ADD_FAILURE() << "validate_launch rejected grid (1,1,1) x block (256,1,1), which is within "
-                  << "every limit it checks: " << e.what();
+  // Run in the worker, which reports what the student's code threw and the CUDA error it left
+  // pending there (the judge's own cudaGetLastError() cannot see the worker's launches, and
+  // kit::CudaError would reach the judge as a plain std::runtime_error).
+  const WithConfigOutcome outcome = lab02_probe::scale_shift_with_config_outcome(
+      n, c.a, c.b, d_in.data(), d_out.data(), dim3(1), dim3(256), shared_bytes);
+  switch (outcome.ended) {
+    case Ended::returned:
+      ADD_FAILURE() << "scale_shift_with_config returned normally, but the GPU refused the launch ("
+                    << cudaGetErrorName(outcome.left_pending) << "): nothing ran and the caller "
+                    << "was not told. A launch returns nothing; its result has to be asked for.";
+      break;
+    case Ended::cuda_error:
+      break;  // expected: the launch check reported the refusal
+    case Ended::invalid_argument:
+      ADD_FAILURE() << "validate_launch rejected grid (1,1,1) x block (256,1,1), which is within "
+                    << "every limit it checks: " << outcome.what;
+      break;
+    case Ended::other_exception:
+      // Any other exception escaped this test before: it still ends it, with the same message.
+      throw std::runtime_error(outcome.what);
   }
-  const cudaError_t pending = cudaGetLastError();
+  const cudaError_t pending = outcome.left_pending;
   EXPECT_EQ(pending, cudaSuccess) << "the refused launch's error " << cudaGetErrorName(pending)
                                   << " was left behind, for the next CUDA call to report";
 }

@@ -6,8 +6,13 @@
 //
 // The per-lane kernel the student's is timed against is the grader's own (per_lane.cuh), so that
 // no change to the student's files can make the comparison easier.
+//
+// The student's code runs in a worker process (kit/remote.h, remote.h): warp_aligned_element is
+// asked about every thread of a launch at once (lab05_probe::aligned_elements, probes.cu), and
+// every check of what it says is made here.
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +20,7 @@
 #include "divergence.h"
 #include "kit/check.h"
 #include "kit/test.h"
+#include "remote.h"
 
 namespace {
 
@@ -39,12 +45,24 @@ std::vector<unsigned> mapping_sizes() {
   return sizes;
 }
 
-// Empty when warp_aligned_element(., n) is a permutation of [0, n); otherwise what is wrong.
-std::string permutation_problem(unsigned n) {
+// What the student's warp_aligned_element(t, n) says for every thread t < n, asked of the worker
+// in one call (one call per thread would be millions of messages).
+std::vector<unsigned> aligned_elements(unsigned n) {
+  std::vector<unsigned> elements = lab05_probe::aligned_elements(n);
+  if (elements.size() != n)
+    throw std::runtime_error("the worker answered " + std::to_string(elements.size()) +
+                             " elements for the " + std::to_string(n) + " threads of n = " +
+                             std::to_string(n));
+  return elements;
+}
+
+// Empty when warp_aligned_element(., n), whose values are `elements`, is a permutation of [0, n);
+// otherwise what is wrong.
+std::string permutation_problem(unsigned n, const std::vector<unsigned>& elements) {
   std::vector<long long> owner(n, -1);
   std::ostringstream out;
   for (unsigned t = 0; t < n; ++t) {
-    const unsigned e = lab05::warp_aligned_element(t, n);
+    const unsigned e = elements[t];
     if (e >= n) {
       out << "n = " << n << ": warp_aligned_element(" << t << ", " << n << ") = " << e
           << " is outside [0, " << n << ")";
@@ -63,18 +81,18 @@ std::string permutation_problem(unsigned n) {
 KIT_TEST(BranchHost, MappingIsAPermutation, "divergence.1", host, 3,
          "warp_aligned_element gives each of the n elements exactly one of the n threads, odd n too") {
   for (const unsigned n : mapping_sizes()) {
-    const std::string problem = permutation_problem(n);
+    const std::string problem = permutation_problem(n, aligned_elements(n));
     if (!problem.empty()) FAIL() << problem << " (not a permutation of [0, n))";
   }
 }
 
 // The warps (runs of 32 threads t = 32w .. 32w + 31, t < n) whose elements mix both parities.
-std::vector<unsigned> mixed_warps(unsigned n) {
+std::vector<unsigned> mixed_warps(unsigned n, const std::vector<unsigned>& elements) {
   std::vector<unsigned> mixed;
   for (unsigned first = 0; first < n; first += lab05::kWarpSize) {
     const unsigned end = std::min(first + lab05::kWarpSize, n);
     unsigned odd = 0;
-    for (unsigned t = first; t < end; ++t) odd += lab05::warp_aligned_element(t, n) % 2;
+    for (unsigned t = first; t < end; ++t) odd += elements[t] % 2;
     if (odd != 0 && odd != end - first) mixed.push_back(first / lab05::kWarpSize);
   }
   return mixed;
@@ -85,10 +103,11 @@ KIT_TEST(BranchHost, WholeWarpsTakeOneBranch, "divergence.1", host, 3,
          "one otherwise") {
   for (const unsigned n : mapping_sizes()) {
     // Parities alone prove nothing if elements are skipped (all threads on element 0 never split).
-    const std::string problem = permutation_problem(n);
+    const std::vector<unsigned> elements = aligned_elements(n);
+    const std::string problem = permutation_problem(n, elements);
     if (!problem.empty())
       FAIL() << problem << " (not a permutation of [0, n), so the warps' branches cannot be judged)";
-    const std::vector<unsigned> mixed = mixed_warps(n);
+    const std::vector<unsigned> mixed = mixed_warps(n, elements);
     const std::size_t allowed = n % 64 == 0 ? 0 : 1;
     if (mixed.size() <= allowed) continue;
     std::ostringstream out;
@@ -97,7 +116,7 @@ KIT_TEST(BranchHost, WholeWarpsTakeOneBranch, "divergence.1", host, 3,
         << " warps mix even and odd elements (at most " << allowed << " may). Warp " << w
         << " (threads " << 32 * w << " .. " << std::min(32 * w + 32, n) - 1 << ") gets elements";
     for (unsigned t = 32 * w; t < std::min(32 * w + 8, n); ++t)
-      out << " " << lab05::warp_aligned_element(t, n);
+      out << " " << elements[t];
     out << " ...: its lanes disagree on `i % 2 == 0`, so it runs both paths";
     ADD_FAILURE() << out.str();
     return;
@@ -126,8 +145,9 @@ std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
     problems += "  launch " + kit::describe_launch(launch) + "\n";
     if (n <= (1u << 22)) {
       std::vector<long long> thread_of(n, -1);
+      const std::vector<unsigned> elements = aligned_elements(static_cast<unsigned>(n));
       for (unsigned t = 0; t < n; ++t) {
-        const unsigned e = lab05::warp_aligned_element(t, static_cast<unsigned>(n));
+        const unsigned e = elements[t];
         if (e < n) thread_of[e] = t;
       }
       for (const kit::Mismatch& m : cmp.first) {

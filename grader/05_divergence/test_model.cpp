@@ -4,16 +4,30 @@
 //
 // Known answers first (the seeds' two branches, a threshold, partial warps, the two reduction
 // trees of Step 2), then random conditions against an independent count written here.
+//
+// The student's code runs in a worker process (kit/remote.h, remote.h). A lab05::BranchCondition
+// is a callback into this process's code, which cannot travel there, so each condition is written
+// as data (lab05_probe::Condition: the same expressions, evaluated by the same inline code here
+// and in the worker), and lab05_probe::analyze (probes.cu) calls the student's analyze_branch with
+// it in the worker.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "divergence_model.h"
 #include "kit/test.h"
+#include "remote.h"
 
 namespace {
 
 using DivergenceModel = kit::HostTest;
+using lab05_probe::Condition;
+using lab05_probe::block_below;
+using lab05_probe::block_multiple_of;
+using lab05_probe::random_bit;
+using lab05_probe::run_parity;
+using lab05_probe::thread_below;
+using lab05_probe::thread_multiple_of;
 
 // What a correct model says about one case.
 struct Expected {
@@ -32,8 +46,8 @@ lab05::BranchStats as_stats(const Expected& e) {
 // Checks every count of one case, and both efficiencies computed from the right counts, with the
 // case named in every message.
 void expect_stats(const std::string& what, unsigned blocks, unsigned threads,
-                  const lab05::BranchCondition& condition, const Expected& want) {
-  const lab05::BranchStats got = lab05::analyze_branch(blocks, threads, condition);
+                  const Condition& condition, const Expected& want) {
+  const lab05::BranchStats got = lab05_probe::analyze(blocks, threads, condition);
   const std::string where = what + ", " + std::to_string(blocks) + " block(s) of " +
                             std::to_string(threads) + " threads";
   EXPECT_EQ(got.warps, want.warps) << where << ": warps that evaluate the branch";
@@ -62,35 +76,30 @@ KIT_TEST(DivergenceModel, WarpsPerBlockRoundsUp, "divergence.3", host, 2,
 
 KIT_TEST(DivergenceModel, LaneParitySplitsEveryWarp, "divergence.3", host, 2,
          "tid % 2 over 4 blocks of 256: all 32 warps diverge, branch efficiency 0, SIMT 0.5") {
-  expect_stats("global tid % 2 == 0", 4, 256,
-               [](unsigned b, unsigned t) { return (b * 256 + t) % 2 == 0; }, {32, 32, 1024, 2048});
+  // (b * 256 + t) % 2 == 0
+  expect_stats("global tid % 2 == 0", 4, 256, run_parity(256, 1), {32, 32, 1024, 2048});
 }
 
 KIT_TEST(DivergenceModel, WarpParityNeverSplits, "divergence.3", host, 2,
          "(tid / 32) % 2 over 4 blocks of 256: no warp diverges, both efficiencies 1") {
-  expect_stats("(global tid / 32) % 2 == 0", 4, 256,
-               [](unsigned b, unsigned t) { return (b * 256 + t) / 32 % 2 == 0; },
-               {32, 0, 1024, 1024});
+  // (b * 256 + t) / 32 % 2 == 0
+  expect_stats("(global tid / 32) % 2 == 0", 4, 256, run_parity(256, 32), {32, 0, 1024, 1024});
 }
 
 KIT_TEST(DivergenceModel, ThresholdSplitsOneWarp, "divergence.3", host, 2,
          "tid < 40 in a block of 64: 1 of 2 warps diverges, branch efficiency 0.5, SIMT 2/3") {
-  expect_stats("tid < 40", 1, 64, [](unsigned, unsigned t) { return t < 40; }, {2, 1, 64, 96});
-  expect_stats("tid < 64", 1, 128, [](unsigned, unsigned t) { return t < 64; }, {4, 0, 128, 128});
+  expect_stats("tid < 40", 1, 64, thread_below(40), {2, 1, 64, 96});
+  expect_stats("tid < 64", 1, 128, thread_below(64), {4, 0, 128, 128});
 }
 
 KIT_TEST(DivergenceModel, PartialWarpsCount, "divergence.3", host, 3,
          "partial last warps evaluate the branch too: 100 threads are 4 warps, and a warp of one "
          "thread cannot diverge") {
-  expect_stats("tid % 2 == 0", 1, 100, [](unsigned, unsigned t) { return t % 2 == 0; },
-               {4, 4, 100, 256});
-  expect_stats("tid % 2 == 0", 1, 33, [](unsigned, unsigned t) { return t % 2 == 0; },
-               {2, 1, 33, 96});
-  expect_stats("tid < 40", 3, 48, [](unsigned, unsigned t) { return t < 40; }, {6, 3, 144, 288});
-  expect_stats("tid % 2 == 0", 5, 1, [](unsigned, unsigned t) { return t % 2 == 0; },
-               {5, 0, 5, 160});
-  expect_stats("blockIdx.x % 2 == 0", 6, 100, [](unsigned b, unsigned) { return b % 2 == 0; },
-               {24, 0, 600, 768});
+  expect_stats("tid % 2 == 0", 1, 100, thread_multiple_of(2), {4, 4, 100, 256});
+  expect_stats("tid % 2 == 0", 1, 33, thread_multiple_of(2), {2, 1, 33, 96});
+  expect_stats("tid < 40", 3, 48, thread_below(40), {6, 3, 144, 288});
+  expect_stats("tid % 2 == 0", 5, 1, thread_multiple_of(2), {5, 0, 5, 160});
+  expect_stats("blockIdx.x % 2 == 0", 6, 100, block_multiple_of(2), {24, 0, 600, 768});
 }
 
 // Divergent warps, summed over the eight rounds of a 256-thread tree reduction.
@@ -98,10 +107,9 @@ std::uint64_t divergent_over_rounds(bool interleaved) {
   std::uint64_t total = 0;
   for (unsigned s = 1; s < 256; s *= 2) {
     const unsigned stride = interleaved ? s : 256 / (2 * s);
-    const lab05::BranchCondition active =
-        interleaved ? lab05::BranchCondition([stride](unsigned, unsigned t) { return t % (2 * stride) == 0; })
-                    : lab05::BranchCondition([stride](unsigned, unsigned t) { return t < stride; });
-    total += lab05::analyze_branch(1, 256, active).divergent_warps;
+    // interleaved: t % (2 * stride) == 0; sequential: t < stride
+    const Condition active = interleaved ? thread_multiple_of(2 * stride) : thread_below(stride);
+    total += lab05_probe::analyze(1, 256, active).divergent_warps;
   }
   return total;
 }
@@ -109,14 +117,12 @@ std::uint64_t divergent_over_rounds(bool interleaved) {
 KIT_TEST(DivergenceModel, ReductionTreesOfStep2, "divergence.3", host, 2,
          "a 256-thread block: interleaved rounds (t % 2s == 0) split 47 warps, sequential rounds "
          "(t < s) split 5") {
-  expect_stats("interleaved round s = 1: t % 2 == 0", 1, 256,
-               [](unsigned, unsigned t) { return t % 2 == 0; }, {8, 8, 256, 512});
-  expect_stats("interleaved round s = 32: t % 64 == 0", 1, 256,
-               [](unsigned, unsigned t) { return t % 64 == 0; }, {8, 4, 256, 384});
-  expect_stats("sequential round s = 64: t < 64", 1, 256, [](unsigned, unsigned t) { return t < 64; },
-               {8, 0, 256, 256});
-  expect_stats("sequential round s = 16: t < 16", 1, 256, [](unsigned, unsigned t) { return t < 16; },
-               {8, 1, 256, 288});
+  expect_stats("interleaved round s = 1: t % 2 == 0", 1, 256, thread_multiple_of(2),
+               {8, 8, 256, 512});
+  expect_stats("interleaved round s = 32: t % 64 == 0", 1, 256, thread_multiple_of(64),
+               {8, 4, 256, 384});
+  expect_stats("sequential round s = 64: t < 64", 1, 256, thread_below(64), {8, 0, 256, 256});
+  expect_stats("sequential round s = 16: t < 16", 1, 256, thread_below(16), {8, 1, 256, 288});
   EXPECT_EQ(divergent_over_rounds(true), 47u)
       << "interleaved addressing, rounds s = 1 .. 128: 8+8+8+8+8+4+2+1 divergent warps";
   EXPECT_EQ(divergent_over_rounds(false), 5u)
@@ -125,7 +131,7 @@ KIT_TEST(DivergenceModel, ReductionTreesOfStep2, "divergence.3", host, 2,
 
 // The grader's own count, written independently: walk the threads in order, closing a warp at
 // every 32nd thread and at the end of each block.
-Expected reference_count(unsigned blocks, unsigned threads, const lab05::BranchCondition& c) {
+Expected reference_count(unsigned blocks, unsigned threads, const Condition& c) {
   Expected e{0, 0, 0, 0};
   for (unsigned b = 0; b < blocks; ++b) {
     unsigned lanes = 0, taken = 0;
@@ -155,32 +161,31 @@ KIT_TEST(DivergenceModel, MatchesAnIndependentCountOnRandomConditions, "divergen
     const auto k = static_cast<unsigned>(rng.uniform_int(1, 200));
     const auto salt = rng.next_u64();
     std::string what;
-    lab05::BranchCondition condition;
+    Condition condition;
     switch (trial % 5) {
       case 0:
         what = "tid < " + std::to_string(k);
-        condition = [k](unsigned, unsigned t) { return t < k; };
+        condition = thread_below(k);  // t < k
         break;
       case 1:
         what = "tid % " + std::to_string(k) + " == 0";
-        condition = [k](unsigned, unsigned t) { return t % k == 0; };
+        condition = thread_multiple_of(k);  // t % k == 0
         break;
       case 2:
         what = "(blockIdx.x * blockDim.x + tid) / " + std::to_string(k) + " % 2 == 0";
-        condition = [k, threads](unsigned b, unsigned t) { return (b * threads + t) / k % 2 == 0; };
+        condition = run_parity(threads, k);  // (b * threads + t) / k % 2 == 0
         break;
       case 3:
         what = "a data-dependent condition (random bit per thread)";
-        condition = [salt](unsigned b, unsigned t) {
-          return kit::Random(salt ^ (std::uint64_t(b) << 32 | t)).next_u64() % 7 == 0;
-        };
+        // kit::Random(salt ^ (std::uint64_t(b) << 32 | t)).next_u64() % 7 == 0
+        condition = random_bit(salt);
         break;
       default:
         what = "blockIdx.x < " + std::to_string(k % 4);
-        condition = [k](unsigned b, unsigned) { return b < k % 4; };
+        condition = block_below(k % 4);  // b < k % 4
     }
     const Expected want = reference_count(blocks, threads, condition);
-    const lab05::BranchStats got = lab05::analyze_branch(blocks, threads, condition);
+    const lab05::BranchStats got = lab05_probe::analyze(blocks, threads, condition);
     ASSERT_TRUE(got.warps == want.warps && got.divergent_warps == want.divergent_warps &&
                 got.active_lanes == want.active_lanes && got.issued_lanes == want.issued_lanes)
         << what << ", " << blocks << " block(s) of " << threads << " threads:\n"

@@ -7,7 +7,15 @@
 // Steps: 1 pinned host memory and an asynchronous round trip on a stream, 2 the chunked pipeline
 // over several streams, 3 events that time every stage of every chunk, perf the pipeline against
 // the ideal overlap bound and against the serial version. Host outputs are pinned arrays with
-// guard regions on both sides (GuardedPinned), poisoned before every run.
+// guard regions on both sides, poisoned before every run.
+//
+// This grader is a judge (kit/remote.h): the student's code runs in a worker process. Host memory
+// and the student's Pipeline (streams, events) cannot cross to the judge, so the worker keeps them
+// and the probes of probes.cu run the student's code on them with the judge's data (WorkerHost,
+// WorkerPipeline below); what comes back is plain data (outputs with their guards, the timeline,
+// memory types), checked here against values the judge computes. The serial version and the
+// stages timed alone run here, with the kit's work kernel (labs/07_streams/work.cu, compiled into
+// the judge) on the judge's own pinned buffers.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,12 +25,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kit/check.h"
+#include "kit/remote.h"
 #include "kit/test.h"
 #include "pipeline_timing.h"
+#include "remote.h"
 #include "sampled_ratio.h"
 #include "streams.h"
 
@@ -58,42 +67,131 @@ kit::PinnedBuffer<float> pinned_copy(const std::vector<float>& values) {
   return buffer;
 }
 
-// ---- Pinned host outputs with guard regions -----------------------------------------------------
+// ---- Host buffers and pipelines in the worker ---------------------------------------------------
 
-/// kit::GuardedBuffer for host memory: a pinned output of n floats between two guard regions, the
-/// output poisoned so that an element nothing wrote is seen. (Generic: a candidate for common/.)
-class GuardedPinned {
+/// True when the worker of the running test was lost (crashed, timed out, CUDA error): the judge
+/// recorded that as the test's verdict (kit_status), and the worker's objects are gone with it.
+bool worker_lost() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr) return false;
+  const ::testing::TestResult* result = info->result();
+  for (int i = 0; i < result->test_property_count(); ++i)
+    if (std::string(result->GetTestProperty(i).key()) == "kit_status") return true;
+  return false;
+}
+
+/// Frees a worker object when the judge's handle goes out of scope (not when its worker is gone:
+/// that would start a fresh worker only to be told there is no such object).
+void release_in_worker(int id) {
+  if (id == 0 || worker_lost()) return;
+  try {
+    lab07_probe::release(id);
+  } catch (...) {  // a destructor does not throw; a lost worker is already the verdict
+  }
+}
+
+/// A host output as the worker read it: n floats between two guard regions of `guard` floats
+/// (none for the student's own buffers), poisoned before the run so that an element nothing wrote
+/// is seen.
+class HostOutput {
  public:
-  static constexpr std::size_t kGuard = 1024;  // 4 KiB each side: data() stays 4 KiB aligned
+  HostOutput(std::vector<float> storage, std::size_t n, std::size_t guard)
+      : storage_(std::move(storage)), n_(n), guard_(guard) {
+    if (storage_.size() != n_ + 2 * guard_)
+      throw std::runtime_error("kit judge: the worker returned " + std::to_string(storage_.size()) +
+                               " floats for an output of " + std::to_string(n_));
+  }
 
-  explicit GuardedPinned(std::size_t n) : n_(n), storage_(n + 2 * kGuard) { poison(); }
-
-  float* data() noexcept { return storage_.data() + kGuard; }
   std::size_t size() const noexcept { return n_; }
-
-  void poison() {
-    std::fill_n(storage_.data(), kGuard, kit::guard_value<float>());
-    std::fill_n(storage_.data() + kGuard, n_, kit::poison_value<float>());
-    std::fill_n(storage_.data() + kGuard + n_, kGuard, kit::guard_value<float>());
-  }
-  std::vector<float> values() const {
-    return {storage_.data() + kGuard, storage_.data() + kGuard + n_};
-  }
+  const float* data() const noexcept { return storage_.data() + guard_; }
+  std::vector<float> values() const { return {data(), data() + n_}; }
   std::vector<kit::GuardHit> guard_writes() const {
-    const std::vector<float> before(storage_.data(), storage_.data() + kGuard);
-    const std::vector<float> after(storage_.data() + kGuard + n_,
-                                   storage_.data() + 2 * kGuard + n_);
+    const std::vector<float> before(storage_.data(), storage_.data() + guard_);
+    const std::vector<float> after(data() + n_, data() + n_ + guard_);
     return kit::find_guard_writes(before, after, n_);
   }
   std::size_t written() const {
     std::size_t count = 0;
-    for (std::size_t i = 0; i < n_; ++i) count += !kit::is_poison(storage_.data()[kGuard + i]);
+    for (std::size_t i = 0; i < n_; ++i) count += !kit::is_poison(data()[i]);
     return count;
   }
 
  private:
+  std::vector<float> storage_;
   std::size_t n_;
-  kit::PinnedBuffer<float> storage_;
+  std::size_t guard_;
+};
+
+/// Host buffers h_in and h_out of n floats in the worker: the probe's own (pinned or pageable,
+/// h_out between guards), or what the student's make_pinned_buffers(n) returned. Freed with it.
+class WorkerHost {
+ public:
+  /// The probe's own buffers, h_in zeros and h_out poisoned.
+  explicit WorkerHost(std::size_t n, bool pinned_in = true, bool pinned_out = true)
+      : id_(lab07_probe::host_buffers(n, pinned_in, pinned_out)),
+        n_(n),
+        guard_(lab07_probe::kHostGuard) {}
+  /// lab07::make_pinned_buffers(n) in the worker; `report` says what it returned.
+  static WorkerHost student(std::size_t n, lab07_probe::BuffersReport* report) {
+    *report = lab07_probe::make_buffers(n);
+    return WorkerHost(report->id, n, 0);
+  }
+  ~WorkerHost() { release_in_worker(id_); }
+  WorkerHost(WorkerHost&& other) noexcept
+      : id_(std::exchange(other.id_, 0)), n_(other.n_), guard_(other.guard_) {}
+  WorkerHost(const WorkerHost&) = delete;
+  WorkerHost& operator=(const WorkerHost&) = delete;
+  WorkerHost& operator=(WorkerHost&&) = delete;
+
+  int id() const noexcept { return id_; }
+  std::size_t size() const noexcept { return n_; }
+
+  /// Copies `in` into h_in and poisons h_out.
+  void write(const std::vector<float>& in) { lab07_probe::write_input(id_, {in}); }
+  /// Poisons h_out.
+  void poison_output() { lab07_probe::poison_output(id_); }
+  /// h_out now (after the worker waited for the device).
+  HostOutput output() const { return read(false).now; }
+
+  struct Contents {
+    std::vector<float> in;        ///< h_in (empty unless asked for)
+    HostOutput now;               ///< h_out now
+    std::vector<float> at_return; ///< h_out's storage when run() returned (WorkerPipeline::run)
+  };
+  Contents read(bool with_in) const {
+    lab07_probe::HostContents c = lab07_probe::read_buffers(id_, with_in);
+    return {std::move(c.in.values), HostOutput(std::move(c.out.values), n_, guard_),
+            std::move(c.at_return.values)};
+  }
+  /// h_out as it was when WorkerPipeline::run(..., snapshot = true) returned.
+  HostOutput at_return(Contents& c) const { return HostOutput(std::move(c.at_return), n_, guard_); }
+
+ private:
+  WorkerHost(int id, std::size_t n, std::size_t guard) : id_(id), n_(n), guard_(guard) {}
+  int id_;
+  std::size_t n_;
+  std::size_t guard_;
+};
+
+/// A lab07::Pipeline(capacity, num_streams) in the worker, destroyed with this handle.
+class WorkerPipeline {
+ public:
+  WorkerPipeline(std::size_t capacity, int num_streams)
+      : id_(lab07_probe::open_pipeline(capacity, num_streams)), streams_(num_streams) {}
+  ~WorkerPipeline() { release_in_worker(id_); }
+  WorkerPipeline(const WorkerPipeline&) = delete;
+  WorkerPipeline& operator=(const WorkerPipeline&) = delete;
+
+  /// run(h_in, h_out, n, chunks, iterations) on `host`'s buffers (n is theirs). With `snapshot`,
+  /// the worker keeps h_out as it was the moment run() returned (WorkerHost::read).
+  lab07::Timeline run(WorkerHost& host, int chunks, int iterations, bool snapshot = false) {
+    return lab07_probe::run_pipeline(id_, host.id(), chunks, iterations, snapshot);
+  }
+  int num_streams() const { return streams_; }
+
+ private:
+  int id_;
+  int streams_;
 };
 
 /// "chunk 3 [300, 400) on stream 3", from the student's chunk_range, for element `i`.

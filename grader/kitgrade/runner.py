@@ -1,7 +1,9 @@
 """Grades labs: lists each binary's tests, runs them, and applies the scoring rules.
 
 Rules enforced here rather than in the binaries, so a student's code cannot bend them:
-a lab's banned libraries are looked for before anything runs, and the tests of the steps a
+the student's compiled objects are inspected before anything runs (kitgrade.inspect: calls lab
+code may not make, code that runs before main(); a refusal fails the whole lab unrun); a lab's
+banned libraries are looked for before anything runs, and the tests of the steps a
 found one bans fail without running (kitgrade.bans); the other correctness tests (host, gpu)
 of a lab may run in parallel, except its timed ones (correctness judged by durations, which a
 test beside them would disturb): those run afterwards, one at a time; its perf tests run last,
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, protocol
+from . import bans, inspect, protocol
 from .manifest import Lab
 from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
 
@@ -70,6 +72,9 @@ class RunOptions:
     jobs: int
     timeout_s: float | None = None
     """Overrides every lab's manifest timeout when set."""
+    inspect: bool = True
+    """Inspect the student's objects before running anything (kitgrade.inspect). Off only in the
+    kit's own selftest, to show what the judge/worker split stops without that layer."""
 
 
 def binary_path(bin_dir: Path, lab: Lab, variant: str) -> Path:
@@ -173,6 +178,19 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
     def finish(spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
         by_id[spec.id] = _result(lab, spec, outcome)
         on_result(by_id[spec.id])
+
+    if target.archive is not None and options.inspect:
+        # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
+        # code may not make, or code that runs before main(), fails the whole lab unrun.
+        shown = {source.path.name: source.shown for source in target.sources}
+        inspection = inspect.check(lab, target.archive, shown)
+        result.notes += inspection.notes
+        refused = inspection.verdict()
+        if refused is not None:
+            for spec in specs:
+                finish(spec, protocol.Outcome(Status.FAILED, *refused))
+            result.tests = [by_id[s.id] for s in specs]
+            return result
 
     if lab.banned_libraries:
         found = bans.check(lab, target.sources, target.archive)

@@ -371,7 +371,23 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
         for sub in wrong.load(root, lab):
             target = runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
             run = runner.run([target], runner.RunOptions("student", seed, jobs))
+            if sub.refused:
+                _judge_refused(lab, sub, run, tally, out)
+                # And without the inspection: the judge/worker split alone must hold too.
+                run = runner.run([target], runner.RunOptions("student", seed, jobs, inspect=False))
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)
+
+
+def _judge_refused(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, tally: Tally,
+                   out: TextIO) -> None:
+    """An attack the inspection must refuse: every test of the lab failed unrun, saying why."""
+    result = run.labs[0]
+    refused = (result.error is None and bool(result.tests) and all(
+        t.status is Status.FAILED and t.reason.startswith("refused before running")
+        for t in result.tests))
+    tally.add(refused, f"attack {lab.id}/{sub.name} is refused before it runs (scores 0)", out)
+    first = result.tests[0].reason if result.tests else result.error
+    out.write(f"  {lab.id}/{sub.name}: {result.score:g}/{result.max_score:g} — {first}\n")
 
 
 RACECHECK_TIMEOUT_S = 300

@@ -26,7 +26,7 @@ from .manifest import Lab, ManifestError
 
 FILE_NAME = "wrong.json"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck"}
+_FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck", "base", "refused"}
 
 
 class WrongError(ManifestError):
@@ -54,6 +54,18 @@ class WrongSubmission:
     loses: tuple[str, ...]
     message: str
     racecheck: str | None = None
+    base: str = "solution"
+    """What the edits apply to: the reference solution, or the untouched stub ("stub"): an attack
+    on the grader that must not turn a stub's 0 into points."""
+    refused: bool = False
+    """The inspection of the student's objects (kitgrade.inspect) must refuse it: the whole lab
+    scores 0 unrun. The selftest grades it a second time with the inspection off, where it must
+    still lose exactly `loses` (the protection of the judge/worker split alone)."""
+
+    @property
+    def is_attack(self) -> bool:
+        """A cheating submission (name attack_*): an attack on the grader itself."""
+        return self.name.startswith("attack_")
 
     @property
     def is_right(self) -> bool:
@@ -111,6 +123,12 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
         racecheck = item.get("racecheck")
         if racecheck is not None and (not isinstance(racecheck, str) or not racecheck):
             raise WrongError(f"{at}.racecheck: expected a GoogleTest filter")
+        base = item.get("base", "solution")
+        if base not in ("solution", "stub"):
+            raise WrongError(f"{at}.base: expected \"solution\" or \"stub\"")
+        refused = item.get("refused", False)
+        if not isinstance(refused, bool):
+            raise WrongError(f"{at}.refused: expected true or false")
         edits = item.get("edits")
         if not isinstance(edits, list) or not edits:
             raise WrongError(f"{at}.edits: expected a non-empty list")
@@ -134,7 +152,7 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
                 raise WrongError(f"{at}.edits[{j}].find: empty")
             parsed.append(Edit(edit["file"], edit["find"], edit["replace"], region, occurrence))
         found.append(WrongSubmission(name, item["mistake"], tuple(parsed), tuple(loses),
-                                     item["message"], racecheck))
+                                     item["message"], racecheck, base, refused))
     names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -143,16 +161,19 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
 
 
 def apply(root: Path, lab: Lab, sub: WrongSubmission) -> dict[str, str]:
-    """The submission's files: the reference solution's with its edits applied in order. Raises
-    WrongError when an edit's text (or region) is not in the file any more."""
+    """The submission's files: the reference solution's (or the stub's, for base "stub") with its
+    edits applied in order. Raises WrongError when an edit's text (or region) is not in the file
+    any more."""
     files = {}
+    folder = "labs" if sub.base == "stub" else "solutions"
     for name in lab.student_files:
         solution = root / "solutions" / lab.id / name
         stub = root / "labs" / lab.id / name
-        files[name] = (solution if solution.is_file() else stub).read_text(encoding="utf-8")
+        source = solution if solution.is_file() and sub.base != "stub" else stub
+        files[name] = source.read_text(encoding="utf-8")
     for edit in sub.edits:
         files[edit.file] = _apply_edit(files[edit.file], edit, f"grader/{lab.id}/{FILE_NAME}: "
-                                       f"submission {sub.name}: solutions/{lab.id}/{edit.file}")
+                                       f"submission {sub.name}: {folder}/{lab.id}/{edit.file}")
     return files
 
 
