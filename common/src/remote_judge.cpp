@@ -276,6 +276,11 @@ std::string round_trip(const char* key, const std::string& args, bool timed, dou
       lose_worker("failed", "CUDA error in your code: " + message,
                   "after " + what + " returned, the device reported: " + message);
     }
+    case Reply::forbidden: {
+      const std::string message = r.text();
+      stop_worker(true);
+      lose_worker("failed", message, "seen when " + what + " returned");
+    }
     case Reply::refused:
       throw std::logic_error("kit judge: the worker refused " + what + ": " + r.text());
   }

@@ -4,6 +4,7 @@
 // error, after which it exits: a context with a sticky error is useless). It decides nothing:
 // every check and every verdict is the judge's.
 #include <fcntl.h>
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -270,6 +271,32 @@ void before_call() {
 
 namespace {
 
+// The shared libraries in this process now. The worker is linked with the CUDA runtime statically,
+// so it loads only the C and C++ libraries, the driver (libcuda, libnvidia-*) and, under
+// compute-sanitizer, the tool's own: any other library (cuBLAS, CUB's runtime, a library file
+// opened by path) was loaded by the student's code, whatever the means (dlopen, a name assembled
+// at run time, a pointer found in memory). Libraries a lab bans cannot be used without loading.
+std::string unexpected_library() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        const char* path = info->dlpi_name;
+        if (path == nullptr || *path == '\0') return 0;
+        const char* slash = std::strrchr(path, '/');
+        const std::string name = slash ? slash + 1 : path;
+        static const char* expected[] = {
+            "libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux", "linux-vdso",
+            "libdl.so", "libpthread.so", "librt.so", "libcuda.so", "libnvidia-", "libcudadebugger",
+            "libsanitizer", "libTreeLauncher", "libInterceptorInjection", "libcupti"};
+        for (const char* prefix : expected)
+          if (name.rfind(prefix, 0) == 0) return 0;
+        *static_cast<std::string*>(out) = path;
+        return 1;
+      },
+      &found);
+  return found;
+}
+
 void forget(Reader& r) {
   Worker& w = worker();
   const auto n = r.pod<std::uint64_t>();
@@ -336,6 +363,13 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
     float elapsed = 0;
     if (cudaEventElapsedTime(&elapsed, w.start, w.stop) == cudaSuccess) ms = elapsed;
     w.timing = false;
+  }
+  if (const std::string library = unexpected_library(); !library.empty()) {
+    out.pod(static_cast<std::uint8_t>(Reply::forbidden));
+    out.text("your code loaded the library " + library +
+             " into the process; lab code may only use the CUDA runtime and the C++ library");
+    write_reply(fd, out.bytes());
+    return false;
   }
   if (w.have_device) {
     // Everything the call started, on any stream, must be finished before the judge reads.

@@ -96,7 +96,13 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
        << ".." << fixed(result.ratio.q3, 3) << ", " << result.ratio.n << " pairs), threshold "
        << fixed(bar, 2) << "; " << summary(query_device());
   std::printf("[ kit perf ] %s\n", line.str().c_str());
-  EXPECT_TRUE(result.passed) << line.str() << "\nthe median ratio must be at least "
+  const std::string clocks =
+      result.timing_mismatches == 0
+          ? ""
+          : "\n" + std::to_string(result.timing_mismatches) +
+                " timed runs took longer by the judge's clock than your process reported (work "
+                "on another stream, or a timer that lies?): the judge's times were used";
+  EXPECT_TRUE(result.passed) << line.str() << clocks << "\nthe median ratio must be at least "
                              << fixed(bar, 2) << " (threshold '" << threshold_key
                              << "' in " << thresholds_path() << ")";
 }

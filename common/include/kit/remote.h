@@ -109,7 +109,7 @@ class Reader {
 
 /// Request kinds (judge to worker) and reply kinds (worker to judge).
 enum class Request : std::uint8_t { call = 1, timed_call = 2, forget = 3 };
-enum class Reply : std::uint8_t { ok = 1, exception = 2, cuda_error = 3, refused = 4 };
+enum class Reply : std::uint8_t { ok = 1, exception = 2, cuda_error = 3, refused = 4, forbidden = 5 };
 
 /// Standard exception types a student function may throw, rebuilt with the same type in the judge
 /// so that EXPECT_THROW(f(), std::invalid_argument) means what it says.
