@@ -23,8 +23,9 @@ std::vector<lab03::MatIndex> lab03_probe::matmul_elements(dim3 grid, dim3 block,
                                                          std::uint64_t first_block,
                                                          std::uint64_t blocks) {
   const std::uint64_t grid_blocks = std::uint64_t(grid.x) * grid.y * grid.z;
-  const std::uint64_t end =
-      first_block < grid_blocks ? first_block + std::min(blocks, grid_blocks - first_block) : first_block;
+  const std::uint64_t end = first_block < grid_blocks
+                                ? first_block + std::min(blocks, grid_blocks - first_block)
+                                : first_block;
   std::vector<lab03::MatIndex> said;
   said.reserve((end - first_block) * block.x * block.y * block.z);
   for (std::uint64_t b = first_block; b < end; ++b) {

@@ -65,4 +65,5 @@ struct Codec<lab03::ParticlesSoA> {
   X(lab03, tile_load, lab03::TileMove, (uint3, uint3, unsigned))                                 \
   X(lab03, tile_store, lab03::TileMove, (uint3, uint3, unsigned))                                \
   X(lab03_probe, padded_pitch, unsigned, (int))                                                  \
-  X(lab03_probe, matmul_elements, std::vector<lab03::MatIndex>, (dim3, dim3, std::uint64_t, std::uint64_t))
+  X(lab03_probe, matmul_elements, std::vector<lab03::MatIndex>,                                 \
+    (dim3, dim3, std::uint64_t, std::uint64_t))

@@ -553,9 +553,9 @@ SimulatedTranspose simulate_tiled(unsigned rows, unsigned cols, unsigned pitch) 
     for (unsigned bx = 0; bx < launch.grid.x; ++bx) {
       const uint3 block = make_uint3(bx, by, 0);
       // Room for the offset of every position inside the 32 x 32 tile, even for a pitch below kTile.
-      std::vector<std::int64_t> tile(
-          std::max(std::size_t(lab03::kTile) * pitch, std::size_t(lab03::kTile - 1) * pitch + lab03::kTile),
-          kEmpty);
+      std::vector<std::int64_t> tile(std::max(std::size_t(lab03::kTile) * pitch,
+                                              std::size_t(lab03::kTile - 1) * pitch + lab03::kTile),
+                                     kEmpty);
       for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass)
         for (unsigned ty = 0; ty < launch.block.y; ++ty)
           for (unsigned tx = 0; tx < launch.block.x; ++tx) {

@@ -190,6 +190,16 @@ inline lab06::BlocksPerSmFn toolkit_blocks(const DeviceSpec& gpu, const KernelRe
   };
 }
 
+// The student's chooser (step 3) with callbacks that have no side effects (they only compute, like
+// toolkit_blocks): the judge answers, before the chooser runs in the worker, every question it is
+// expected to ask, so that a random sweep costs one remote call per choice rather than one per
+// question (chooser_judge.cpp). lab06::choose_block_size itself answers the chooser's questions one
+// at a time, in its order, calling the callbacks exactly as often as the chooser does.
+BlockChoice choose_block_size_pure(const DeviceSpec& device, const KernelResources& kernel,
+                                   const lab06::DynamicSharedFn& dynamic_shared,
+                                   const lab06::BlocksPerSmFn& blocks_per_sm,
+                                   int block_size_limit = 0);
+
 inline std::string describe(const BlockChoice& c) {
   return "block " + std::to_string(c.block_size) + ", " + std::to_string(c.blocks_per_sm) +
          " blocks/SM, min grid " + std::to_string(c.min_grid_size);

@@ -11,6 +11,11 @@
 // attributes of real kernels (sample_kernels.cuh: register pressure, launch bounds, static and
 // dynamic shared memory, carveout preferences) and must agree with the driver's occupancy API
 // every time.
+//
+// This grader is a judge (kit/remote.h): the student's functions run in a worker process and are
+// called through remote.h; the oracle, the driver's answers and every verdict stay here. The
+// chooser's callbacks cannot travel, so lab06::choose_block_size reaches the worker through a
+// probe that relays the callbacks' answers (chooser_judge.cpp, probes.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -389,7 +394,8 @@ KIT_TEST_P(ChooserOnEachGpu, AgreesWithCudaOccupancyH, "occupancy.3", host, 1,
     const int limit = rng.uniform_int(0, 2) == 0 ? static_cast<int>(rng.uniform_int(1, 1024)) : 0;
     const lab06::DynamicSharedFn dynamic = [=](int block) { return per_thread * block + fixed; };
     const BlockChoice expected = oracle::choose_block_size(gpu, k, dynamic, limit);
-    const BlockChoice got = lab06::choose_block_size(gpu, k, dynamic, toolkit_blocks(gpu, k), limit);
+    const BlockChoice got =
+        lab06_grader::choose_block_size_pure(gpu, k, dynamic, toolkit_blocks(gpu, k), limit);
     if (same(expected, got)) continue;
     std::ostringstream s;
     s << "sm_" << gpu.cc_major << gpu.cc_minor << ": " << k.registers_per_thread
@@ -613,7 +619,8 @@ KIT_TEST_P(ChooserSweep, ChoiceAgreesWithTheDriver, "occupancy.3", gpu, 1,
         const lab06::BlocksPerSmFn driver = [&](int b, std::size_t d) {
           return std::max(0, driver_blocks(k.func, b, d));
         };
-        const BlockChoice got = lab06::choose_block_size(device, resources, dynamic, driver, limit);
+        const BlockChoice got =
+            lab06_grader::choose_block_size_pure(device, resources, dynamic, driver, limit);
         if (got.block_size == block && got.min_grid_size == min_grid) continue;
         std::ostringstream s;
         s << "  " << describe_kernel(k, attr) << ", dynamic shared " << rule.name

@@ -28,13 +28,13 @@ using lab07_probe::kHostGuard;
 /// h_out lies between two guards.
 struct HostSet {
   std::size_t n = 0;
-  std::size_t guard = 0;              ///< floats of guard on each side of h_out (0: the student's)
-  lab07::HostBuffers student;         ///< what make_pinned_buffers returned
+  std::size_t guard = 0;       ///< floats of guard on each side of h_out (0: the student's)
+  lab07::HostBuffers student;  ///< what make_pinned_buffers returned
   kit::PinnedBuffer<float> pinned_in, pinned_out;
   std::vector<float> pageable_in, pageable_out;
   float* in = nullptr;
-  float* out_storage = nullptr;       ///< guard + n + guard floats
-  std::vector<float> at_return;       ///< h_out's storage when run() returned (run_pipeline)
+  float* out_storage = nullptr;  ///< guard + n + guard floats
+  std::vector<float> at_return;  ///< h_out's storage when run() returned (run_pipeline)
 
   std::size_t storage_size() const { return n + 2 * guard; }
   float* out() const { return out_storage + guard; }
@@ -108,16 +108,25 @@ lab07_probe::PinnedAnswers lab07_probe::is_pinned_cases(std::size_t n, const flo
   answers.registered_ok = cudaHostRegister(registered.data(), n * sizeof(float),
                                            cudaHostRegisterDefault) == cudaSuccess;
   if (!answers.registered_ok) cudaGetLastError();  // not allowed on this machine: left out
+  struct Unregister {  // also when is_pinned throws: the vector must not be freed registered
+    float* p;
+    ~Unregister() {
+      if (p != nullptr) cudaHostUnregister(p);
+    }
+  } unregister{answers.registered_ok ? registered.data() : nullptr};
 
-  const void* cases[kPinnedCases] = {pinned.data(), pinned.data() + n / 2, host_alloc,
-                                     heap.get(),    vector.data(),        device,
+  const void* cases[kPinnedCases] = {pinned.data(),    pinned.data() + n / 2, host_alloc,
+                                     heap.get(),       vector.data(),         device,
                                      registered.data()};
   for (int c = 0; c < kPinnedCases; ++c)
     if (c != kRegistered || answers.registered_ok) answers.answer[c] = lab07::is_pinned(cases[c]);
   // Read and cleared here, so that the judge reports it (the worker would otherwise fail the call
   // with a CUDA error of its own).
   answers.left = cudaGetLastError();
-  if (answers.registered_ok) KIT_CUDA_CHECK(cudaHostUnregister(registered.data()));
+  if (answers.registered_ok) {
+    unregister.p = nullptr;
+    KIT_CUDA_CHECK(cudaHostUnregister(registered.data()));
+  }
   return answers;
 }
 
@@ -275,4 +284,6 @@ void lab07_probe::release(int id) {
   registry().pipelines.erase(id);
 }
 
-lab07::PipelineConfig lab07_probe::perf_config(int) { return lab07::perf_config(); }
+lab07::PipelineConfig lab07_probe::perf_config(int) {
+  return lab07::perf_config();
+}

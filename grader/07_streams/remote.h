@@ -33,13 +33,13 @@ struct Floats {
 
 /// The memory the IsPinned test asks is_pinned about, in the order the judge reports them.
 enum PinnedCase : int {
-  kMallocHost = 0,     ///< memory from cudaMallocHost
-  kMallocHostMiddle,   ///< the middle of a cudaMallocHost array
-  kHostAlloc,          ///< memory from cudaHostAlloc
-  kMalloc,             ///< memory from malloc
-  kVector,             ///< a std::vector's memory
-  kDevice,             ///< device memory from cudaMalloc (the judge's buffer)
-  kRegistered,         ///< a std::vector registered with cudaHostRegister (when allowed)
+  kMallocHost = 0,    ///< memory from cudaMallocHost
+  kMallocHostMiddle,  ///< the middle of a cudaMallocHost array
+  kHostAlloc,         ///< memory from cudaHostAlloc
+  kMalloc,            ///< memory from malloc
+  kVector,            ///< a std::vector's memory
+  kDevice,            ///< device memory from cudaMalloc (the judge's buffer)
+  kRegistered,        ///< a std::vector registered with cudaHostRegister (when allowed)
   kPinnedCases
 };
 
@@ -74,11 +74,11 @@ Floats copy_through_device(int buffers, const Floats& values, float* device);
 
 /// What happened to one lab07::round_trip_async call queued behind `hold_ms` of other work.
 struct RoundTripReport {
-  double returned_ms = 0;         ///< host time until round_trip_async returned (the probe's clock)
-  bool still_held = false;        ///< 50 ms after it returned, the stream was still held
+  double returned_ms = 0;   ///< host time until round_trip_async returned (the probe's clock)
+  bool still_held = false;  ///< 50 ms after it returned, the stream was still held
   std::uint64_t early_written = 0;  ///< then, the elements of h_out already written
-  Floats out;                     ///< h_out with its guards (kHostGuard each side), once finished
-  Floats in;                      ///< h_in once finished
+  Floats out;                       ///< h_out with its guards (kHostGuard each side), once finished
+  Floats in;                        ///< h_in once finished
 };
 
 /// The round trip of the RoundTrip test in the worker: a pinned copy of `in`, a guarded pinned
@@ -92,7 +92,8 @@ RoundTripReport round_trip_held(const Floats& in, int iterations, float* d_in, f
 /// Returns their id.
 int host_buffers(std::size_t n, bool pinned_in, bool pinned_out);
 
-/// Copies `in` (exactly n floats) into h_in of buffers `buffers` and poisons h_out (and its guards).
+/// Copies `in` (exactly n floats) into h_in of buffers `buffers` and poisons h_out (and its
+/// guards).
 void write_input(int buffers, const Floats& in);
 
 /// Poisons h_out of buffers `buffers` (and its guards), h_in unchanged.
@@ -101,9 +102,9 @@ void poison_output(int buffers);
 /// lab07::Pipeline(capacity, num_streams), kept in the worker; returns its id.
 int open_pipeline(std::size_t capacity, int num_streams);
 
-/// Pipeline `pipeline`'s run(h_in, h_out, n, chunks, iterations) on buffers `buffers` (n is theirs).
-/// With `snapshot`, h_out as it is the moment run() returns is kept for read_buffers (the worker
-/// waits for the device only after the call).
+/// Pipeline `pipeline`'s run(h_in, h_out, n, chunks, iterations) on buffers `buffers` (n is
+/// theirs). With `snapshot`, h_out as it is the moment run() returns is kept for read_buffers (the
+/// worker waits for the device only after the call).
 lab07::Timeline run_pipeline(int pipeline, int buffers, int chunks, int iterations, bool snapshot);
 
 /// The contents of buffers `buffers`.
@@ -128,14 +129,15 @@ template <>
 struct Codec<lab07_probe::Floats> {
   static void put(Writer& w, const lab07_probe::Floats& f) {
     w.pod<std::uint64_t>(f.values.size());
-    w.raw(f.values.data(), f.values.size() * sizeof(float));
+    if (!f.values.empty()) w.raw(f.values.data(), f.values.size() * sizeof(float));
   }
   static lab07_probe::Floats get(Reader& r) {
     const auto n = r.pod<std::uint64_t>();
-    if (n > (std::uint64_t{1} << 30)) throw Malformed("kit::remote: float array longer than a message");
+    if (n > (std::uint64_t{1} << 30))
+      throw Malformed("kit::remote: float array longer than a message");
     lab07_probe::Floats f;
     f.values.resize(static_cast<std::size_t>(n));
-    r.raw(f.values.data(), f.values.size() * sizeof(float));
+    if (n > 0) r.raw(f.values.data(), f.values.size() * sizeof(float));
     return f;
   }
 };
@@ -181,19 +183,20 @@ struct Codec<lab07_probe::HostContents> {
 // Student functions: chunk_range is called directly. is_pinned is listed because the judge
 // compiles the kit's work.cu (launch_work, for its own serial version and stage timings), whose
 // require_pinned calls it; the tests ask it about host memory through is_pinned_cases instead.
-#define KIT_LAB_REMOTE(X)                                                                        \
-  X(lab07, chunk_range, lab07::ChunkRange, (std::size_t, int, int))                              \
-  X(lab07, is_pinned, bool, (const void*))                                                       \
-  X(lab07_probe, is_pinned_cases, lab07_probe::PinnedAnswers, (std::size_t, const float*))       \
-  X(lab07_probe, make_buffers, lab07_probe::BuffersReport, (std::size_t))                        \
-  X(lab07_probe, copy_through_device, lab07_probe::Floats, (int, const lab07_probe::Floats&, float*)) \
-  X(lab07_probe, round_trip_held, lab07_probe::RoundTripReport,                                  \
-    (const lab07_probe::Floats&, int, float*, float*, double))                                       \
-  X(lab07_probe, host_buffers, int, (std::size_t, bool, bool))                                   \
-  X(lab07_probe, write_input, void, (int, const lab07_probe::Floats&))                               \
-  X(lab07_probe, poison_output, void, (int))                                                     \
-  X(lab07_probe, open_pipeline, int, (std::size_t, int))                                         \
-  X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int, bool))                      \
-  X(lab07_probe, read_buffers, lab07_probe::HostContents, (int, bool))                           \
-  X(lab07_probe, release, void, (int))                                                           \
+#define KIT_LAB_REMOTE(X)                                                                  \
+  X(lab07, chunk_range, lab07::ChunkRange, (std::size_t, int, int))                        \
+  X(lab07, is_pinned, bool, (const void*))                                                 \
+  X(lab07_probe, is_pinned_cases, lab07_probe::PinnedAnswers, (std::size_t, const float*)) \
+  X(lab07_probe, make_buffers, lab07_probe::BuffersReport, (std::size_t))                  \
+  X(lab07_probe, copy_through_device, lab07_probe::Floats,                                 \
+    (int, const lab07_probe::Floats&, float*))                                             \
+  X(lab07_probe, round_trip_held, lab07_probe::RoundTripReport,                            \
+    (const lab07_probe::Floats&, int, float*, float*, double))                             \
+  X(lab07_probe, host_buffers, int, (std::size_t, bool, bool))                             \
+  X(lab07_probe, write_input, void, (int, const lab07_probe::Floats&))                     \
+  X(lab07_probe, poison_output, void, (int))                                               \
+  X(lab07_probe, open_pipeline, int, (std::size_t, int))                                   \
+  X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int, bool))                \
+  X(lab07_probe, read_buffers, lab07_probe::HostContents, (int, bool))                     \
+  X(lab07_probe, release, void, (int))                                                     \
   X(lab07_probe, perf_config, lab07::PipelineConfig, (int))
