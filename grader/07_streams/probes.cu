@@ -73,12 +73,11 @@ lab07::Pipeline& pipeline(int id) {
 /// The memory type the runtime reports for `p`; unregistered when the query fails (its error is
 /// cleared: it is the probe's, not the student's).
 cudaMemoryType memory_type(const void* p) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    cudaGetLastError();
-    return cudaMemoryTypeUnregistered;
-  }
-  return attributes.type;
+  cudaPointerAttributes found{};
+  const cudaError_t status = cudaPointerGetAttributes(&found, p);
+  if (status == cudaSuccess) return found.type;
+  cudaGetLastError();  // the probe's own query: leave no error for the student's code
+  return cudaMemoryTypeUnregistered;
 }
 
 // Holds a stream for `ns` nanoseconds: whatever is queued behind it cannot start before then.

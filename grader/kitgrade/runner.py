@@ -179,7 +179,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         by_id[spec.id] = _result(lab, spec, outcome)
         on_result(by_id[spec.id])
 
-    if target.archive is not None and options.inspect:
+    if target.archive is not None and target.archive.is_file() and options.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
         # code may not make, or code that runs before main(), fails the whole lab unrun.
         shown = {source.path.name: source.shown for source in target.sources}
