@@ -77,6 +77,7 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   const ThroughputComparison result = compare_throughput(student, ceiling, bar);
   RecordProperty("ratio", fixed(result.ratio.median, 3));
   RecordProperty("threshold", fixed(bar, 3));
+  RecordProperty("threshold_key", threshold_key);
   RecordProperty("spread", fixed(result.ratio.spread(), 3));
   RecordProperty("samples", std::to_string(result.ratio.n));
   RecordProperty("student_rate", fixed(result.student_rate * unit_scale, 1) + " " + unit);

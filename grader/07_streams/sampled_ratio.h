@@ -29,9 +29,11 @@ inline std::string format_fixed(double value, int digits) {
 /// samples), so the reports show this result like any other perf result; PerfTest::SetUp has
 /// already recorded the GPU. `student` and `ceiling` fill the reports' "X vs ceiling Y" slot.
 inline void record_sampled_ratio(const SampledRatio& result, double threshold,
-                                 const std::string& student, const std::string& ceiling) {
+                                 const std::string& threshold_key, const std::string& student,
+                                 const std::string& ceiling) {
   ::testing::Test::RecordProperty("ratio", format_fixed(result.ratio.median, 3));
   ::testing::Test::RecordProperty("threshold", format_fixed(threshold, 3));
+  ::testing::Test::RecordProperty("threshold_key", threshold_key);
   ::testing::Test::RecordProperty("spread", format_fixed(result.ratio.spread(), 3));
   ::testing::Test::RecordProperty("samples", std::to_string(result.ratio.n));
   ::testing::Test::RecordProperty("student_rate", student);

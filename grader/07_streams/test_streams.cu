@@ -885,7 +885,7 @@ void StreamsPerf::measure(Ratio which) {
 
   RecordProperty("stage_ms", format_fixed(stages.ms[0], 3) + " / " + format_fixed(stages.ms[1], 3) +
                                  " / " + format_fixed(stages.ms[2], 3));
-  kit::record_sampled_ratio(result, bar, "pipeline " + format_fixed(pipeline_ms, 2) + " ms",
+  kit::record_sampled_ratio(result, bar, key, "pipeline " + format_fixed(pipeline_ms, 2) + " ms",
                             (which == Ratio::overlap_vs_ideal ? "ideal " : "serial ") +
                                 format_fixed(which == Ratio::overlap_vs_ideal ? ideal : serial, 2) +
                                 " ms");

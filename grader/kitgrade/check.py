@@ -167,7 +167,24 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
             problems += _filters(lab, subs, listing)
     if table is not None:  # the handout check needs the thresholds too
         problems += _thresholds(root, table, used)
+        problems += _plausible(root, table)
         problems += handout.problems(root, manifest, listings)
+    return problems
+
+
+def _plausible(root: Path, table: dict[str, tuple[float, float]]) -> list[str]:
+    """grader/plausible.conf names exactly the keys of thresholds.conf, each above its bars."""
+    try:
+        plausible = thresholds.load_plausible(root / "grader" / thresholds.PLAUSIBLE_FILE)
+    except thresholds.ThresholdsError as err:
+        return [_relative(str(err), root)]
+    problems = [f"grader/plausible.conf: no line for '{key}' (grader/thresholds.conf has it)"
+                for key in table if key not in plausible]
+    problems += [f"grader/plausible.conf: '{key}' is not a key of grader/thresholds.conf"
+                 for key in plausible if key not in table]
+    problems += [f"grader/plausible.conf: '{key}' {value:g} is not above its bars "
+                 f"{table[key][0]:g} / {table[key][1]:g}"
+                 for key, value in plausible.items() if key in table and value <= max(table[key])]
     return problems
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, inspect, protocol
+from . import bans, inspect, protocol, thresholds
 from .manifest import Lab
 from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
 
@@ -232,7 +232,35 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
             finish(spec, protocol.Outcome(Status.NOT_RUN, gate_reason))
 
     result.tests = [by_id[s.id] for s in specs]
+    result.notes += review_flags(result.tests)
     return result
+
+
+PLAUSIBLE_PATH = Path(__file__).resolve().parents[1] / thresholds.PLAUSIBLE_FILE
+
+
+def review_flags(tests: Sequence[TestResult], path: Path = PLAUSIBLE_PATH) -> list[str]:
+    """Notes for an instructor: each performance result above the most its lab's technique can
+    plausibly reach (grader/plausible.conf), with the numbers. Flagged, never failed: the tests
+    decide the score; this says which scores to look at by hand."""
+    try:
+        plausible = thresholds.load_plausible(path)
+    except thresholds.ThresholdsError as err:
+        return [f"plausibility not checked: {err}"]
+    notes = []
+    for test in tests:
+        key = test.measurements.get("threshold_key")
+        try:
+            ratio = float(test.measurements.get("ratio", ""))
+        except ValueError:
+            continue
+        if key in plausible and ratio > plausible[key]:
+            note = (f"review by hand: {test.id} reached ratio {ratio:g} ('{key}'), above the "
+                    f"{plausible[key]:g} this lab's technique can plausibly reach "
+                    f"(grader/plausible.conf): skipped or cached work, or a library in disguise?")
+            test.measurements["review"] = note
+            notes.append(note)
+    return notes
 
 
 def _result(lab: Lab, spec: protocol.TestSpec, outcome: protocol.Outcome) -> TestResult:

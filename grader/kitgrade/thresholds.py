@@ -48,3 +48,28 @@ def _ratio(word: str, where: str) -> float:
     if not 0 < value <= 1000:
         raise ThresholdsError(f"{where}: '{word}' is not a positive ratio")
     return value
+
+
+PLAUSIBLE_FILE = "plausible.conf"
+"""grader/plausible.conf: per threshold key, the largest ratio the lab's technique can honestly
+reach. A result above it is flagged for review in the reports, never failed or passed by it."""
+
+
+def load_plausible(path: Path) -> dict[str, float]:
+    """key -> most plausible ratio; lines are 'key ratio' (# comments)."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ThresholdsError(f"cannot read {path}: {err.strerror}") from err
+    table: dict[str, float] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        where = f"{path}:{number}"
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise ThresholdsError(f"{where}: expected 'key most_plausible_ratio'")
+        if words[0] in table:
+            raise ThresholdsError(f"{where}: duplicate key '{words[0]}'")
+        table[words[0]] = _ratio(words[1], where)
+    return table

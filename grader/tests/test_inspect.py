@@ -1,0 +1,138 @@
+"""The inspection of student objects (kitgrade.inspect) and the plausibility flags (runner)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from kitgrade import inspect, runner
+from kitgrade.model import Status, TestResult
+
+from .support import make_lab
+
+
+def lab_with_files(*files: str):
+    """make_lab's lab with other student files."""
+    import dataclasses
+    return dataclasses.replace(make_lab("01_alpha"), student_files=tuple(files))
+
+CLEAN = """
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+namespace lab01 {
+float norm(const std::vector<float>& v) {
+  float s = 0;
+  for (float x : v) s += x * x;
+  std::printf("%zu\\n", v.size());
+  return std::sqrt(s) + std::stof(std::to_string(1.0));
+}
+}
+"""
+
+ATTACKS = {
+    "constructor": ("static int evil() { return 1; }\nstatic int x = evil();\n"
+                    "int use() { return x; }\n", "before main()"),
+    "dlsym": ("#include <dlfcn.h>\nvoid* find() { return dlsym(RTLD_DEFAULT, \"f\"); }\n",
+              "calls `dlsym`"),
+    "files": ("#include <cstdio>\nvoid w() { std::FILE* f = std::fopen(\"x\", \"w\"); "
+              "std::fclose(f); }\n", "calls `fopen`"),
+    "environment": ("#include <cstdlib>\nconst char* e() { return std::getenv(\"KIT\"); }\n",
+                    "calls `getenv`"),
+    "exit": ("#include <unistd.h>\nvoid leave() { _exit(0); }\n", "calls `_exit`"),
+    "syscall": ("long raw() { long r; asm volatile(\"syscall\" : \"=a\"(r) : \"a\"(39)); "
+                "return r; }\n", "raw system call"),
+    "attribute_constructor": ("static int counter;\n__attribute__((constructor)) static void "
+                              "early() { counter = 42; }\nint get() { return counter; }\n",
+                              "before main()"),
+}
+
+
+@unittest.skipUnless(shutil.which("g++") and shutil.which("ar") and shutil.which("objdump"),
+                     "needs g++ and binutils")
+class InspectObjectsTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.lab = lab_with_files("student.cpp")
+
+    def archive(self, source: str) -> Path:
+        (self.tmp / "student.cpp").write_text(source)
+        subprocess.run(["g++", "-O1", "-c", "student.cpp", "-o", "student.cpp.o"], cwd=self.tmp,
+                       check=True)
+        archive = self.tmp / "libstudent.a"
+        archive.unlink(missing_ok=True)
+        subprocess.run(["ar", "rcs", str(archive), "student.cpp.o"], cwd=self.tmp, check=True)
+        return archive
+
+    def test_clean_code_passes(self) -> None:
+        result = inspect.check(self.lab, self.archive(CLEAN))
+        self.assertTrue(result.ran, result.notes)
+        self.assertEqual(result.refusals, [])
+        self.assertIsNone(result.verdict())
+
+    def test_each_attack_is_refused_naming_what_it_uses(self) -> None:
+        for name, (source, expected) in ATTACKS.items():
+            with self.subTest(name):
+                result = inspect.check(self.lab, self.archive(source), {"student.cpp": "labs/x.cpp"})
+                verdict = result.verdict()
+                self.assertIsNotNone(verdict)
+                reason, message = verdict
+                self.assertTrue(reason.startswith("refused before running"), reason)
+                self.assertIn(expected, reason + message)
+                self.assertIn("labs/x.cpp", message)
+
+    def test_objects_of_the_kit_in_the_library_are_not_inspected(self) -> None:
+        lab = lab_with_files("other.cpp")
+        result = inspect.check(lab, self.archive(ATTACKS["dlsym"][0]))
+        self.assertFalse(result.ran)  # nothing of the student's in it: not graded
+        self.assertIsNotNone(result.verdict())
+
+
+class AllowlistTest(unittest.TestCase):
+    def test_what_lab_code_may_and_may_not_call(self) -> None:
+        for name in ("cudaMalloc", "cudaStreamCreateWithFlags", "__cudaRegisterFatBinary",
+                     "memcpy", "printf", "sqrtf", "operator new(unsigned long)",
+                     "std::ostream& std::ostream::_M_insert<unsigned long>(unsigned long)",
+                     "kit::throw_launch_error(cudaError, char const*, char const*, int)",
+                     "lab04::tile_sizes()", "atexit", "__cxa_guard_acquire"):
+            self.assertTrue(inspect.allowed(name), name)
+        for name in ("dlopen", "dlsym", "fopen", "open", "getenv", "exit", "_exit", "kill",
+                     "fork", "execve", "mprotect", "syscall", "pthread_create", "readlink",
+                     "cudaGetDriverEntryPoint", "cudaIpcOpenMemHandle", "cublasSgemm_v2",
+                     "std::basic_ifstream<char, std::char_traits<char> >::basic_ifstream()"):
+            self.assertFalse(inspect.allowed(name), name)
+
+
+class ReviewFlagsTest(unittest.TestCase):
+    def test_a_ratio_above_the_plausible_one_is_flagged_not_failed(self) -> None:
+        plausible = Path(tempfile.mkdtemp()) / "plausible.conf"
+        plausible.write_text("# key ratio\nalpha.perf 1.2\n")
+        test = TestResult(lab="01_alpha", step="alpha.perf", id="Perf.Fast", title="t",
+                          kind="perf", points=4, status=Status.PASSED,
+                          measurements={"ratio": "3.500", "threshold_key": "alpha.perf"})
+        fine = TestResult(lab="01_alpha", step="alpha.perf", id="Perf.Ok", title="t",
+                          kind="perf", points=4, status=Status.PASSED,
+                          measurements={"ratio": "1.100", "threshold_key": "alpha.perf"})
+        notes = runner.review_flags([test, fine], plausible)
+        self.assertEqual(len(notes), 1)
+        self.assertIn("Perf.Fast reached ratio 3.5", notes[0])
+        self.assertIn("review", test.measurements)
+        self.assertIs(test.status, Status.PASSED)
+
+    def test_the_kits_file_names_every_threshold_key(self) -> None:
+        from kitgrade import thresholds
+        root = Path(__file__).resolve().parents[2]
+        plausible = thresholds.load_plausible(root / "grader" / "plausible.conf")
+        bars = thresholds.load(root / "grader" / "thresholds.conf")
+        self.assertEqual(set(plausible), set(bars))
+        for key, value in plausible.items():
+            self.assertGreater(value, max(bars[key]), key)
+
+
+if __name__ == "__main__":
+    unittest.main()
