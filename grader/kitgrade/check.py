@@ -167,19 +167,21 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
             problems += _filters(lab, subs, listing)
     if table is not None:  # the handout check needs the thresholds too
         problems += _thresholds(root, table, used)
-        problems += _plausible(root, table)
+        problems += _plausible(root, table, used)
         problems += handout.problems(root, manifest, listings)
     return problems
 
 
-def _plausible(root: Path, table: dict[str, tuple[float, float]]) -> list[str]:
-    """grader/plausible.conf names exactly the keys of thresholds.conf, each above its bars."""
+def _plausible(root: Path, table: dict[str, tuple[float, float]],
+               used: dict[str, list[str]]) -> list[str]:
+    """grader/plausible.conf names the keys of thresholds.conf (those the graders use: an unused
+    one is reported by _thresholds), and only those, each above its bars."""
     try:
         plausible = thresholds.load_plausible(root / "grader" / thresholds.PLAUSIBLE_FILE)
     except thresholds.ThresholdsError as err:
         return [_relative(str(err), root)]
     problems = [f"grader/plausible.conf: no line for '{key}' (grader/thresholds.conf has it)"
-                for key in table if key not in plausible]
+                for key in table if key not in plausible and key in used]
     problems += [f"grader/plausible.conf: '{key}' is not a key of grader/thresholds.conf"
                  for key in plausible if key not in table]
     problems += [f"grader/plausible.conf: '{key}' {value:g} is not above its bars "
