@@ -13,6 +13,7 @@ written a line of the real exercise:
                                    inputs) and a perf test against the device copy bandwidth
     grader/NN_name/wrong.json      one known-wrong submission (a missing bounds check)
     grader/thresholds.conf         the perf test's key, with bars to measure and set
+    grader/plausible.conf          the most that key can plausibly reach (flags for review)
     docs/labs/NN_name.md           the handout: page anchor, step sections, generated tables
     grader/labs.json, docs/mainpage.md, README.md   the lab's entries
 
@@ -32,6 +33,8 @@ from .context import Context, ExitCode, UsageError
 from .manifest import _LAB_ID, Manifest, lab_name, lab_number
 
 THRESHOLD_BARS = ("0.25", "0.40")
+PLAUSIBLE_RATIO = 1.3
+"""grader/plausible.conf's line for a new lab's copy-bound perf test (above its bars)."""
 """The skeleton's bars (student, reference): one thread per element reaches 0.6 to 0.9 of the
 device copy on current GPUs, so both hold until the author measures and sets the real ones."""
 
@@ -126,6 +129,14 @@ def create(root: Path, lab: NewLab) -> list[Path]:
         f"{lab.key:<39} {THRESHOLD_BARS[0]:<9} {THRESHOLD_BARS[1]}\n")
     conf.write_text(text, encoding="utf-8")
     written.append(conf)
+
+    plausible = root / "grader" / "plausible.conf"
+    text = plausible.read_text(encoding="utf-8")
+    text += ("" if text.endswith("\n") else "\n") + (
+        f"# {lab.id}: a copy-bound skeleton cannot beat the device copy by much; set it with the bars\n"
+        f"{lab.key:<39} {PLAUSIBLE_RATIO}\n")
+    plausible.write_text(text, encoding="utf-8")
+    written.append(plausible)
 
     mainpage = root / "docs" / "mainpage.md"
     text = mainpage.read_text(encoding="utf-8")
