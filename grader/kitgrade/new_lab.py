@@ -122,21 +122,16 @@ def create(root: Path, lab: NewLab) -> list[Path]:
     labs_json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     written.append(labs_json)
 
-    conf = root / "grader" / "thresholds.conf"
-    text = conf.read_text(encoding="utf-8")
-    text += ("" if text.endswith("\n") else "\n") + (
-        f"# {lab.id}: the skeleton's bars, to measure and set (docs/writing_labs.md, Thresholds)\n"
-        f"{lab.key:<39} {THRESHOLD_BARS[0]:<9} {THRESHOLD_BARS[1]}\n")
-    conf.write_text(text, encoding="utf-8")
-    written.append(conf)
-
-    plausible = root / "grader" / "plausible.conf"
-    text = plausible.read_text(encoding="utf-8")
-    text += ("" if text.endswith("\n") else "\n") + (
-        f"# {lab.id}: a copy-bound skeleton cannot beat the device copy by much; set it with the bars\n"
-        f"{lab.key:<39} {PLAUSIBLE_RATIO}\n")
-    plausible.write_text(text, encoding="utf-8")
-    written.append(plausible)
+    for name, line in (
+            ("thresholds.conf", f"# {lab.id}: the skeleton's bars, to measure and set "
+                                f"(docs/writing_labs.md, Thresholds)\n"
+                                f"{lab.key:<39} {THRESHOLD_BARS[0]:<9} {THRESHOLD_BARS[1]}\n"),
+            ("plausible.conf", f"# {lab.id}: a copy-bound skeleton cannot beat the device copy "
+                               f"by much; set it with the bars\n{lab.key:<39} {PLAUSIBLE_RATIO}\n")):
+        conf = root / "grader" / name
+        text = conf.read_text(encoding="utf-8")
+        conf.write_text(text + ("" if text.endswith("\n") else "\n") + line, encoding="utf-8")
+        written.append(conf)
 
     mainpage = root / "docs" / "mainpage.md"
     text = mainpage.read_text(encoding="utf-8")

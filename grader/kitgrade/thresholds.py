@@ -21,22 +21,27 @@ def thresholds_path(root: Path) -> Path:
 
 def load(path: Path) -> dict[str, tuple[float, float]]:
     """key -> (student ratio, reference ratio); mirrors kit::parse_thresholds."""
+    return {key: (ratios[0], ratios[1]) for key, ratios in
+            _read(path, 2, "expected 'key student_ratio reference_ratio'").items()}
+
+
+def _read(path: Path, columns: int, usage: str) -> dict[str, list[float]]:
+    """The lines 'key ratio...' of a file (# starts a comment): key -> its `columns` ratios."""
     try:
         text = path.read_text()
     except OSError as err:
         raise ThresholdsError(f"cannot read thresholds file {path}: {err.strerror}") from err
-    table: dict[str, tuple[float, float]] = {}
+    table: dict[str, list[float]] = {}
     for number, line in enumerate(text.splitlines(), 1):
         where = f"{path}:{number}"
         words = line.split("#", 1)[0].split()
         if not words:
             continue
-        if len(words) != 3:
-            raise ThresholdsError(f"{where}: expected 'key student_ratio reference_ratio'")
-        key, student, reference = words
-        if key in table:
-            raise ThresholdsError(f"{where}: duplicate key '{key}'")
-        table[key] = (_ratio(student, where), _ratio(reference, where))
+        if len(words) != columns + 1:
+            raise ThresholdsError(f"{where}: {usage}")
+        if words[0] in table:
+            raise ThresholdsError(f"{where}: duplicate key '{words[0]}'")
+        table[words[0]] = [_ratio(word, where) for word in words[1:]]
     return table
 
 
@@ -57,19 +62,5 @@ reach. A result above it is flagged for review in the reports, never failed or p
 
 def load_plausible(path: Path) -> dict[str, float]:
     """key -> most plausible ratio; lines are 'key ratio' (# comments)."""
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ThresholdsError(f"cannot read {path}: {err.strerror}") from err
-    table: dict[str, float] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        where = f"{path}:{number}"
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if len(words) != 2:
-            raise ThresholdsError(f"{where}: expected 'key most_plausible_ratio'")
-        if words[0] in table:
-            raise ThresholdsError(f"{where}: duplicate key '{words[0]}'")
-        table[words[0]] = _ratio(words[1], where)
-    return table
+    return {key: ratios[0] for key, ratios in
+            _read(path, 1, "expected 'key most_plausible_ratio'").items()}
