@@ -18,6 +18,13 @@ machine. So before a lab is graded, every object compiled from a student file (l
 * **raw system calls**: an object may not hold a ``syscall``, ``sysenter`` or ``int $0x80``
   instruction (a system call that no allowlisted function makes).
 
+* **what it includes** (a sealed submission): every file the preprocessor really opened for a
+  student object (the build's dependency list: ``ninja -t deps``, or the object's ``.d`` file)
+  must be one of the lab's own files (where the student's files were taken from, and the lab's
+  given headers in labs/NN_name/), a kit header (common/include/), or a CUDA, C or C++ system
+  header. A student file that includes the reference solution, another lab, the grader or any
+  other file by path (a macro cannot hide it: this is what was opened) is refused.
+
 A refusal fails every test of the lab without running it, naming the file and what it uses; the
 message says what to do instead. Without binutils (``nm``, ``objdump``) the inspection cannot run:
 that is a note in the reports and every test fails (nothing is graded uninspected).
@@ -162,10 +169,13 @@ def advice_for(name: str) -> str:
     return "not on the list of what lab code may call"
 
 
-def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None) -> Inspection:
+def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None,
+          include_roots: tuple[Path, ...] = ()) -> Inspection:
     """Inspects the objects of `archive` compiled from the lab's student files.
 
-    `shown` maps a student file name to how to name it in messages (default: the name)."""
+    `shown` maps a student file name to how to name it in messages (default: the name).
+    `include_roots`: the folders a student object may include files from besides the system's
+    (see included_outside); none given, the includes are not checked."""
     result = Inspection()
     shown = shown or {}
     if archive is None or not archive.is_file():
@@ -195,6 +205,12 @@ def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None) -
             where = shown.get(source, source)
             try:
                 result.refusals += inspect_object(obj, where, tools)
+                if include_roots:
+                    for path in included_outside(archive, obj.name, include_roots):
+                        result.refusals.append(Refusal(
+                            where, f"includes {path}",
+                            "outside the lab's own files: a lab file may include the lab's "
+                            "files, the kit's headers, CUDA and the C++ library"))
             except (subprocess.SubprocessError, OSError) as err:
                 result.notes.append(f"cannot inspect {where}: {err}")
                 return result
@@ -220,6 +236,56 @@ def inspect_object(obj: Path, where: str, tools: dict[str, str | None]) -> list[
         if not allowed(name):
             refusals.append(Refusal(where, f"calls `{name}`", advice_for(name)))
     return refusals
+
+
+SYSTEM_ROOTS = (Path("/usr/include"), Path("/usr/lib/gcc"), Path("/usr/local/cuda"),
+                Path("/opt/cuda"))
+"""Where system, compiler and CUDA headers live; the CUDA toolkit of the nvcc in use is added."""
+
+
+def system_roots() -> tuple[Path, ...]:
+    roots = list(SYSTEM_ROOTS)
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(Path(nvcc).resolve().parents[1])
+    for root in list(roots):
+        if root.exists():
+            roots.append(root.resolve())
+    return tuple(roots)
+
+
+def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> list[str]:
+    """The files the compiler opened for the archive's object `member` that lie outside `roots`
+    and outside the system's header folders; [] when the build kept no dependency list."""
+    build = next((p for p in archive.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
+    library = archive.name[len("lib"):-len(".a")] if archive.name.startswith("lib") else archive.stem
+    objects = sorted((archive.parent / "CMakeFiles" / f"{library}.dir").rglob(member))
+    if build is None or not objects:
+        return []
+    deps = _dependencies(build, objects[0])
+    allowed = tuple(r.resolve() for r in roots) + system_roots()
+    outside = []
+    for dep in deps:
+        path = (build / dep).resolve() if not Path(dep).is_absolute() else Path(dep).resolve()
+        if path == (build / "CMakeFiles").resolve() or path.suffix in (".o", ".a"):
+            continue
+        if not any(path == root or root in path.parents for root in allowed):
+            outside.append(str(path))
+    return sorted(set(outside))
+
+
+def _dependencies(build: Path, obj: Path) -> list[str]:
+    """What the compiler opened for `obj`: from ninja's log of dependencies, or the .d file."""
+    depfile = obj.with_name(obj.name + ".d")
+    if (build / "build.ninja").is_file() and shutil.which("ninja"):
+        text = _run(["ninja", "-C", str(build), "-t", "deps", str(obj.relative_to(build))])
+        lines = text.splitlines()[1:]
+        return [line.strip() for line in lines if line.strip()]
+    if depfile.is_file():
+        text = depfile.read_text(errors="replace").replace("\\\n", " ")
+        _, _, files = text.partition(": ")
+        return files.split()
+    return []
 
 
 def _run(argv: list[str]) -> str:

@@ -54,6 +54,10 @@ class LabTarget:
     runs before main() and could answer --kit_list itself (a forged listing that drops failing
     tests or inflates points). None: the graded binary lists its own tests (a student edition,
     which has no reference; the fake lab)."""
+    include_roots: tuple[Path, ...] = ()
+    """Folders the student's objects may include files from, besides the system's: where the
+    student's files were taken from, the lab's given headers, the kit's headers (kitgrade.inspect,
+    sealed submissions). Empty: includes are not checked (fake labs)."""
     worker: Path | None = None
     """For a lab graded by a judge (kit/remote.h): the worker built from the student's files;
     `binary` is then the judge, which never runs student code and so lists its own tests."""
@@ -121,7 +125,9 @@ def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: st
     listed_by = Path(reference["binary"]) if reference and name != target_name(lab, "reference") else None
     if worker is not None:
         listed_by = None  # a judge has no student code in it: its own list is the trusted one
-    return LabTarget(lab, binary, sources, archive, listed_by, worker)
+    roots = tuple(sorted({where.parent for where in files.values()} |
+                         {root / "labs" / lab.id, root / "common" / "include"}))
+    return LabTarget(lab, binary, sources, archive, listed_by, roots, worker)
 
 
 def read_targets(build_dir: Path) -> dict[str, dict]:
@@ -183,7 +189,7 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
         # code may not make, or code that runs before main(), fails the whole lab unrun.
         shown = {source.path.name: source.shown for source in target.sources}
-        inspection = inspect.check(lab, target.archive, shown)
+        inspection = inspect.check(lab, target.archive, shown, target.include_roots)
         result.notes += inspection.notes
         refused = inspection.verdict()
         if refused is not None:

@@ -373,6 +373,8 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
             run = runner.run([target], runner.RunOptions("student", seed, jobs))
             if sub.refused:
                 _judge_refused(lab, sub, run, tally, out)
+                if sub.only_refused:
+                    continue
                 # And without the inspection: the judge/worker split alone must hold too.
                 run = runner.run([target], runner.RunOptions("student", seed, jobs, inspect=False))
             _judge_wrong(lab, sub, run, gpu_needed, tally, out)

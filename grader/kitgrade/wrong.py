@@ -26,7 +26,8 @@ from .manifest import Lab, ManifestError
 
 FILE_NAME = "wrong.json"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck", "base", "refused"}
+_FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck", "base", "refused",
+           "only_refused"}
 
 
 class WrongError(ManifestError):
@@ -61,6 +62,10 @@ class WrongSubmission:
     """The inspection of the student's objects (kitgrade.inspect) must refuse it: the whole lab
     scores 0 unrun. The selftest grades it a second time with the inspection off, where it must
     still lose exactly `loses` (the protection of the judge/worker split alone)."""
+
+    only_refused: bool = False
+    """Only the inspection can stop it (say, an #include of the reference solution: the worker
+    then runs the reference): the selftest does not grade it again without the inspection."""
 
     @property
     def is_attack(self) -> bool:
@@ -127,8 +132,11 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
         if base not in ("solution", "stub"):
             raise WrongError(f"{at}.base: expected \"solution\" or \"stub\"")
         refused = item.get("refused", False)
-        if not isinstance(refused, bool):
-            raise WrongError(f"{at}.refused: expected true or false")
+        only_refused = item.get("only_refused", False)
+        if not isinstance(refused, bool) or not isinstance(only_refused, bool):
+            raise WrongError(f"{at}.refused, only_refused: expected true or false")
+        if only_refused and not refused:
+            raise WrongError(f"{at}.only_refused: needs \"refused\": true")
         edits = item.get("edits")
         if not isinstance(edits, list) or not edits:
             raise WrongError(f"{at}.edits: expected a non-empty list")
@@ -152,7 +160,7 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
                 raise WrongError(f"{at}.edits[{j}].find: empty")
             parsed.append(Edit(edit["file"], edit["find"], edit["replace"], region, occurrence))
         found.append(WrongSubmission(name, item["mistake"], tuple(parsed), tuple(loses),
-                                     item["message"], racecheck, base, refused))
+                                     item["message"], racecheck, base, refused, only_refused))
     names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

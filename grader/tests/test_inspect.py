@@ -93,6 +93,43 @@ class InspectObjectsTest(unittest.TestCase):
         self.assertIsNotNone(result.verdict())
 
 
+@unittest.skipUnless(shutil.which("g++") and shutil.which("ar") and shutil.which("objdump"),
+                     "needs g++ and binutils")
+class SealedIncludesTest(unittest.TestCase):
+    """What the compiler opened for a student object, from the build's dependency file."""
+
+    def test_an_include_from_outside_the_lab_is_refused(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        lab_dir, elsewhere = tmp / "labs" / "01_alpha", tmp / "solutions" / "01_alpha"
+        lab_dir.mkdir(parents=True)
+        elsewhere.mkdir(parents=True)
+        (elsewhere / "answer.h").write_text("inline int answer() { return 42; }\n")
+        (lab_dir / "given.h").write_text("inline int given() { return 1; }\n")
+        build = tmp / "build"
+        objects = build / "grader" / "01_alpha" / "CMakeFiles" / "lab_01_alpha_student.dir"
+        objects.mkdir(parents=True)
+        (build / "CMakeCache.txt").write_text("")
+        for name, include in (("clean", "given.h"), ("open", "../../solutions/01_alpha/answer.h")):
+            with self.subTest(name):
+                (lab_dir / "student.cpp").write_text(
+                    f"#include <{include}>\nint f() {{ return 0; }}\n")
+                obj = objects / "student.cpp.o"
+                subprocess.run(["g++", "-c", "-MD", "-MF", f"{obj}.d", "-I", str(lab_dir),
+                                str(lab_dir / "student.cpp"), "-o", str(obj)], check=True)
+                archive = objects.parents[1] / "liblab_01_alpha_student.a"
+                archive.unlink(missing_ok=True)
+                subprocess.run(["ar", "rcs", str(archive), str(obj)], check=True)
+                result = inspect.check(lab_with_files("student.cpp"), archive,
+                                       include_roots=(lab_dir,))
+                if name == "clean":
+                    self.assertIsNone(result.verdict(), result.refusals)
+                else:
+                    reason, _ = result.verdict()
+                    self.assertIn("includes", reason)
+                    self.assertIn("answer.h", reason)
+
+
 class AllowlistTest(unittest.TestCase):
     def test_what_lab_code_may_and_may_not_call(self) -> None:
         for name in ("cudaMalloc", "cudaStreamCreateWithFlags", "__cudaRegisterFatBinary",
