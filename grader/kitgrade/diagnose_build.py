@@ -82,6 +82,14 @@ def _void(_: list[re.Match[str]], __: str) -> str:
             "argument (out[i] = ...), which the host copies back.")
 
 
+def _library(matches: list[re.Match[str]], _: str) -> str:
+    name = matches[0].group("symbol")
+    return (f"{name} belongs to a library (cuBLAS, cuRAND, ...) that lab code does not get: your "
+            "code runs in a worker linked only with the CUDA runtime and the C++ library, and a lab "
+            "that is about writing the kernel bans the library that would write it. Write it "
+            "yourself.")
+
+
 _CALL = (r"calling a __device__ function\(\"(?P<callee>{callee})\"\) from a "
          r"(?P<where>__host__(?: __device__)?) function\(\"(?P<caller>[^\"]*)\"\) is not allowed")
 
@@ -112,6 +120,11 @@ KNOWN: tuple[Diagnosis, ...] = (
     # nvcc: `a __global__ function must have a void return type`.
     Diagnosis(re.compile(r"a __global__ function must have a void return type"), _void,
               LAB01, "One kernel, many threads"),
+    # GNU ld: `undefined reference to `cublasSgemm_v2'` (the worker links no library but the CUDA
+    # runtime; docs/students.md, "What lab code may call").
+    Diagnosis(re.compile(r"undefined reference to [`'‘](?P<symbol>(?:cublas|cublasLt|curand|"
+                         r"cufft|cusparse|cusolver|cudnn|nccl|nvrtc|cutensor)\w*)"),
+              _library, "docs/students.md", "What lab code may call"),
     # nvcc: `identifier "TODO" is undefined`; g++: `'TODO' was not declared in this scope`.
     Diagnosis(re.compile(r"identifier \"TODO\" is undefined|[‘'`]TODO[’'] was not declared"),
               _todo, LAB01, "Goal", handout_of_the_lab=True),

@@ -143,7 +143,7 @@ class Inspection:
         if len(self.refusals) > SHOWN:
             lines.append(f"... and {len(self.refusals) - SHOWN} more")
         lines.append("Lab code may use the CUDA runtime, the C++ standard library, printf and "
-                     "the math functions; docs/grading.md, 'What lab code may call', has the list.")
+                     "the math functions; docs/students.md, 'What lab code may call', says more.")
         first = self.refusals[0]
         return (f"refused before running: {first.where.rsplit('/', 1)[-1]} {first.what}",
                 "\n".join(lines))

@@ -224,6 +224,14 @@ class ExplainTest(unittest.TestCase):
             self.assertNotIn("\n", line)
         return lines
 
+    def test_a_library_the_worker_does_not_link(self) -> None:
+        output = ("/usr/bin/ld: liblab_04_tiling_student.a(tiling.cu.o): in function "
+                  "`lab04::matmul_tiled(...)':\ntmpxft_0001(.text+0x1c4): undefined reference to "
+                  "`cublasSgemm_v2'\ncollect2: error: ld returned 1 exit status\n")
+        (line,) = diagnose_build.explain(output)
+        self.assertIn("cublasSgemm_v2 belongs to a library", line)
+        self.assertIn("docs/students.md", line)
+
     def test_builtins_in_host_code_at_link_time(self) -> None:
         for text, names in ((NINJA_LINK, "blockIdx, blockDim and threadIdx are read"),
                             (BUILTIN_IN_MAIN, "blockIdx, blockDim, threadIdx and gridDim are read")):
