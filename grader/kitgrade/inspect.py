@@ -206,7 +206,11 @@ def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None,
             try:
                 result.refusals += inspect_object(obj, where, tools)
                 if include_roots:
-                    for path in included_outside(archive, obj.name, include_roots):
+                    outside = included_outside(archive, obj.name, include_roots)
+                    if outside is None:
+                        result.notes.append(f"includes of {where} not checked: the build kept no "
+                                            "list of the files the compiler opened")
+                    for path in outside or []:
                         result.refusals.append(Refusal(
                             where, f"includes {path}",
                             "outside the lab's own files: a lab file may include the lab's "
@@ -254,15 +258,17 @@ def system_roots() -> tuple[Path, ...]:
     return tuple(roots)
 
 
-def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> list[str]:
+def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> list[str] | None:
     """The files the compiler opened for the archive's object `member` that lie outside `roots`
-    and outside the system's header folders; [] when the build kept no dependency list."""
+    and outside the system's header folders; None when the build kept no dependency list."""
     build = next((p for p in archive.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
     library = archive.name[len("lib"):-len(".a")] if archive.name.startswith("lib") else archive.stem
     objects = sorted((archive.parent / "CMakeFiles" / f"{library}.dir").rglob(member))
     if build is None or not objects:
-        return []
+        return None
     deps = _dependencies(build, objects[0])
+    if not deps:
+        return None
     allowed = tuple(r.resolve() for r in roots) + system_roots()
     outside = []
     for dep in deps:
