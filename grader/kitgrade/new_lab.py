@@ -11,6 +11,8 @@ written a line of the real exercise:
     grader/NN_name/lab.json        steps name.1 and name.perf, their titles and hints
     grader/NN_name/test_name.cu    a host test, a GPU test (guarded, poisoned output, seeded
                                    inputs) and a perf test against the device copy bandwidth
+    grader/NN_name/remote.h        the student functions the judge calls in the worker
+                                   (kit/remote.h), so the lab is graded by a judge from the start
     grader/NN_name/wrong.json      one known-wrong submission (a missing bounds check)
     grader/thresholds.conf         the perf test's key, with bars to measure and set
     grader/plausible.conf          the most that key can plausibly reach (flags for review)
@@ -113,6 +115,7 @@ def create(root: Path, lab: NewLab) -> list[Path]:
           f"kit_add_lab({lab.id} SOURCES {n}.cu TESTS test_{n}.cu)\n")
     write(f"grader/{lab.id}/lab.json", json.dumps(_manifest(lab), indent=2) + "\n")
     write(f"grader/{lab.id}/test_{n}.cu", _tests(lab))
+    write(f"grader/{lab.id}/remote.h", _remote(lab))
     write(f"grader/{lab.id}/wrong.json", json.dumps(_wrong(lab), indent=2) + "\n")
     write(f"docs/labs/{lab.id}.md", _handout(lab))
 
@@ -280,6 +283,21 @@ def _manifest(lab: NewLab) -> dict:
             },
         ],
     }
+
+
+def _remote(lab: NewLab) -> str:
+    ns = lab.namespace
+    return f"""// Lab {lab.number}'s student functions as the judge calls them (kit/remote.h): every function
+// of {lab.name}.h that a test calls, with its exact signature. A function the real exercise adds
+// goes here too; docs/writing_labs.md, "Grading through a judge and a worker", says how.
+#pragma once
+
+#include "{lab.name}.h"
+
+#define KIT_LAB_REMOTE(X)                                                                \\
+  X({ns}, blocks_for, unsigned, (unsigned, unsigned))                                    \\
+  X({ns}, transform, kit::Launch, (unsigned, const float*, float*, cudaStream_t))
+"""
 
 
 def _wrong(lab: NewLab) -> dict:

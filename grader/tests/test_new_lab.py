@@ -69,6 +69,7 @@ class NewLab(unittest.TestCase):
         for rel in ("labs/08_demo/demo.h", "labs/08_demo/demo.cu", "solutions/08_demo/demo.cu",
                     "grader/08_demo/CMakeLists.txt", "grader/08_demo/lab.json",
                     "grader/08_demo/test_demo.cu", "grader/08_demo/wrong.json",
+                    "grader/08_demo/remote.h",
                     "docs/labs/08_demo.md"):
             self.assertTrue((self.root / rel).is_file(), rel)
             self.assertIn(rel, self.out.getvalue())
@@ -147,6 +148,19 @@ class NewLab(unittest.TestCase):
                      str(self.root / first / "08_demo" / "demo.cu"), "-o", str(Path(out) / "demo.o")],
                     capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    @unittest.skipIf(NVCC is None, "nvcc not found")
+    def test_its_remote_list_compiles_on_both_sides(self) -> None:
+        # The judge's proxies and the worker's table, from the lab's remote.h (kit/remote.h).
+        include = ["-I", str(self.root / "grader" / "08_demo"), "-I", str(self.root / "labs" / "08_demo"),
+                   "-I", str(self.root / "common" / "include")]
+        for table in ("remote_judge_table.cpp", "remote_worker_table.cpp"):
+            with tempfile.TemporaryDirectory() as out:
+                proc = subprocess.run(
+                    [NVCC, "-std=c++17", "-x", "cu", "-arch=sm_75", "-c", *include,
+                     str(self.root / "common" / "src" / table), "-o", str(Path(out) / "t.o")],
+                    capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, table + "\n" + proc.stderr)
 
 
 class Refusals(unittest.TestCase):
