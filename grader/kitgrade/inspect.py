@@ -13,8 +13,10 @@ machine. So before a lab is graded, every object compiled from a student file (l
   ``exit``), the environment, threads, memory protection — is refused;
 * **what runs before main()**: an object's constructors (``.init_array``, ``.ctors``,
   ``.preinit_array``) may only be the CUDA registration that nvcc writes
-  (``__sti____cudaRegisterAll``); a global object with a constructor or a function marked
-  ``__attribute__((constructor))`` is refused;
+  (``__sti____cudaRegisterAll``) and the set-up of the standard streams that ``#include
+  <iostream>`` adds (GCC before 13: it touches nothing but std::ios_base::Init and the object's
+  own data); a global object whose constructor calls anything, or a function marked
+  ``__attribute__((constructor))``, is refused;
 * **raw system calls**: an object may not hold a ``syscall``, ``sysenter`` or ``int $0x80``
   instruction (a system call that no allowlisted function makes).
 
@@ -228,7 +230,7 @@ def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None,
 def inspect_object(obj: Path, where: str, tools: dict[str, str | None]) -> list[Refusal]:
     refusals: list[Refusal] = []
     for name in constructors(obj, tools["objdump"]):
-        if name != NVCC_REGISTRATION:
+        if name != NVCC_REGISTRATION and not stream_setup_only(obj, name, tools["objdump"]):
             refusals.append(Refusal(where, f"runs `{demangle(name)}` before main()",
                                     "a global object with a constructor, or a constructor "
                                     "function: compute values inside your functions instead"))
@@ -338,6 +340,54 @@ def constructors(obj: Path, objdump: str | None) -> list[str]:
         else:
             targets.append(section)
     return targets
+
+
+IOSTREAM_SETUP = frozenset({
+    "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle",
+    "_ZStL8__ioinit", ".bss", ".data", ".rodata"})
+"""What the constructor that `#include <iostream>` puts into every object (GCC before 13) refers
+to: std::ios_base::Init, its registration for exit, and the object's own data."""
+_STATIC_INIT = "_Z41__static_initialization_and_destruction_0ii"
+_CALL_LOCAL = re.compile(r"\bcall\s+[0-9a-f]+ <([^>+]+)>")
+_RELOCATED = re.compile(r"^\s*[0-9a-f]+: R_X86_64_\w+\s+([^\s+-]+)")
+
+
+def stream_setup_only(obj: Path, name: str, objdump: str | None) -> bool:
+    """Whether the constructor `name` of `obj` only sets up the standard streams: it (and the
+    static-initialisation function it calls) refers to nothing but IOSTREAM_SETUP. A global object
+    of the student's own, or any call it makes, is something else."""
+    if not name.startswith("_GLOBAL__sub_I_"):
+        return False  # a function marked __attribute__((constructor)), say
+    tool = objdump or "objdump"
+    functions: dict[str, tuple[str, int, int]] = {}
+    for line in _run([tool, "-t", str(obj)]).splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and "F" in parts[1:-3]:
+            try:
+                functions[parts[-1]] = (parts[-3], int(parts[0], 16), int(parts[-2], 16))
+            except ValueError:
+                continue
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current not in functions:
+            return False
+        section, start, size = functions[current]
+        text = _run([tool, "-dr", "-j", section, f"--start-address={start}",
+                     f"--stop-address={start + size}", str(obj)])
+        for line in text.splitlines():
+            relocated = _RELOCATED.match(line)
+            if relocated and relocated.group(1) not in IOSTREAM_SETUP:
+                return False
+            called = _CALL_LOCAL.search(line)
+            if called and not relocated and called.group(1) not in (current, _STATIC_INIT):
+                return False
+            if called and called.group(1) == _STATIC_INIT:
+                todo.append(_STATIC_INIT)
+    return True
 
 
 def _has_sections(obj: Path, objdump: str) -> bool:

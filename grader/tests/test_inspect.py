@@ -35,8 +35,8 @@ float norm(const std::vector<float>& v) {
 """
 
 ATTACKS = {
-    "constructor": ("static int evil() { return 1; }\nstatic int x = evil();\n"
-                    "int use() { return x; }\n", "before main()"),
+    "constructor": ("__attribute__((noinline)) static int evil() { return 1; }\n"
+                    "static int x = evil();\nint use() { return x; }\n", "before main()"),
     "dlsym": ("#include <dlfcn.h>\nvoid* find() { return dlsym(RTLD_DEFAULT, \"f\"); }\n",
               "calls `dlsym`"),
     "files": ("#include <cstdio>\nvoid w() { std::FILE* f = std::fopen(\"x\", \"w\"); "
@@ -74,6 +74,17 @@ class InspectObjectsTest(unittest.TestCase):
         self.assertTrue(result.ran, result.notes)
         self.assertEqual(result.refusals, [])
         self.assertIsNone(result.verdict())
+
+    def test_including_iostream_is_not_a_constructor_of_the_students(self) -> None:
+        # GCC before 13 puts a constructor that sets up std::cout into every object that includes
+        # <iostream>: debugging output must not get a lab refused.
+        source = "#include <iostream>\nint shout(int v) { std::cout << v << std::endl; return v; }\n"
+        result = inspect.check(self.lab, self.archive(source))
+        self.assertIsNone(result.verdict(), [r.describe() for r in result.refusals])
+        with_global = source + "#include <cstdio>\nstatic int seen = std::puts(\"early\");\n"
+        verdict = inspect.check(self.lab, self.archive(with_global)).verdict()
+        self.assertIsNotNone(verdict)
+        self.assertIn("before main()", verdict[0])
 
     def test_each_attack_is_refused_naming_what_it_uses(self) -> None:
         for name, (source, expected) in ATTACKS.items():
