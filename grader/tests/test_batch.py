@@ -62,15 +62,16 @@ class GradescopeScriptTest(SubmissionCase):
 
     SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "gradescope" / "run_autograder"
 
-    def run_script(self, folder: Path, labs: str = "") -> dict:
+    def run_script(self, folder: Path, labs: str = "", gpu: bool = True,
+                   tests: str = "pass") -> dict:
         grader = Path(__file__).resolve().parents[1]
         shutil.copy(grader / "kit.py", self.root / "grader" / "kit.py")
         shutil.copytree(grader / "kitgrade", self.root / "grader" / "kitgrade",
                         ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
         results = self.tmp / "results"
         env = {"KIT": str(self.root), "SUBMISSION": str(folder), "RESULTS": str(results),
-               "LABS": labs, "FAKE_GPU": "1"}
-        with fake_env(PATH=self.path, FAKE_TESTS="pass", **env):
+               "LABS": labs, "FAKE_GPU": "1" if gpu else "0"}
+        with fake_env(PATH=self.path, FAKE_TESTS=tests, **env):
             proc = subprocess.run([str(self.SCRIPT)], capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         return json.loads((results / "results.json").read_text())
@@ -80,6 +81,13 @@ class GradescopeScriptTest(SubmissionCase):
         results = self.run_script(folder, labs="01")
         self.assertEqual((results["score"], results["max_score"]), (2, 2))
         self.assertIn(f"submission {folder}", results["output"])
+
+    def test_without_a_gpu_the_score_is_0_not_the_host_tests_points(self) -> None:
+        folder = self.files(self.tmp / "s", {"a.cu": "x", "b.cuh": "y"})
+        results = self.run_script(folder, labs="01", gpu=False, tests="pass,gpu")
+        self.assertEqual(results["score"], 0)
+        self.assertNotIn("tests", results)
+        self.assertIn("Not graded: the grading machine has no usable NVIDIA GPU", results["output"])
 
     def test_a_missing_file_is_explained_to_the_student(self) -> None:
         folder = self.files(self.tmp / "s", {"a.cu": "x"})
