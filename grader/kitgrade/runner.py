@@ -12,6 +12,7 @@ one at a time with nothing else running, and only if every correctness test that
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -150,12 +151,42 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
         on_result: ResultCallback | None = None) -> RunResult:
     """Grades every target in order. on_result is called (in this thread) as tests finish."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # The judges' contents before any student code runs: a worker runs as this user, so it could
+    # replace a judge binary for the tests after its own (docs/grading.md, what a worker can still
+    # do). A judge that changed while its lab was graded fails the whole lab.
+    judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
     for target in targets:
-        result.labs.append(grade_lab(target, options, on_result or (lambda _: None),
-                                     gpu_available=result.gpu_available))
+        lab = grade_lab(target, options, on_result or (lambda _: None),
+                        gpu_available=result.gpu_available)
+        if target.binary in judges and _digest(target.binary) != judges[target.binary]:
+            _judge_changed(lab, target.binary)
+        result.labs.append(lab)
     return result
+
+
+JUDGE_CHANGED = "not graded: the judge binary changed while this lab was graded"
+
+
+def _judge_changed(lab: LabResult, binary: Path) -> None:
+    why = (f"{binary} is not the file it was when grading began: something wrote to it while the "
+           "tests ran (student code runs as this user). Nothing it reported is believed.")
+    lab.notes.append(f"{JUDGE_CHANGED}: {why}")
+    for test in lab.tests:
+        test.status, test.reason, test.output = Status.FAILED, JUDGE_CHANGED, why
+        test.score = 0.0
+
+
+def _digest(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback, *,

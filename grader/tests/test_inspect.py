@@ -156,6 +156,40 @@ class AllowlistTest(unittest.TestCase):
             self.assertFalse(inspect.allowed(name), name)
 
 
+class JudgeChangedTest(unittest.TestCase):
+    def test_a_judge_written_to_during_its_lab_fails_the_lab(self) -> None:
+        from unittest import mock
+
+        from kitgrade.model import LabResult
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        judge = tmp / "grade_01_alpha"
+        judge.write_bytes(b"the judge")
+        lab = make_lab("01_alpha")
+
+        def grade(target, options, on_result, gpu_available=True):
+            result = LabResult(lab.id, lab.title, "student", {s.id: s.title for s in lab.steps})
+            result.tests = [TestResult(lab=lab.id, step=lab.steps[0].id, id="Host.Passes",
+                                       title="t", kind="host", points=2, status=Status.PASSED)]
+            if tamper:
+                judge.write_bytes(b"a judge that passes everything")
+            return result
+
+        target = runner.LabTarget(lab, judge, worker=tmp / "worker_01_alpha")
+        options = runner.RunOptions("student", 1, 1)
+        for tamper in (False, True):
+            with self.subTest(tamper=tamper), \
+                    mock.patch.object(runner, "grade_lab", grade), \
+                    mock.patch.object(runner, "_device", lambda _: {"available": False}):
+                result = runner.run([target], options).labs[0]
+            if tamper:
+                self.assertEqual(result.score, 0)
+                self.assertEqual(result.tests[0].reason, runner.JUDGE_CHANGED)
+                self.assertIn("judge binary changed", result.notes[-1])
+            else:
+                self.assertEqual(result.score, 2)
+
+
 class ReviewFlagsTest(unittest.TestCase):
     def test_a_ratio_above_the_plausible_one_is_flagged_not_failed(self) -> None:
         plausible = Path(tempfile.mkdtemp()) / "plausible.conf"
