@@ -24,6 +24,8 @@
 #include <new>
 #include <string>
 #include <typeinfo>
+#include <utility>
+#include <vector>
 
 #include "kit/remote.h"
 
@@ -45,41 +47,39 @@ namespace {
 char kit_sandbox_status[256] = "not applied";
 
 #if defined(__x86_64__)
-bool apply_seccomp() {
+// The seccomp program: the architecture check, then one refusal per system call below, then clone.
+std::vector<sock_filter> seccomp_program() {
   constexpr unsigned kNr = offsetof(seccomp_data, nr);
   constexpr unsigned kArch = offsetof(seccomp_data, arch);
   constexpr unsigned kArg0 = offsetof(seccomp_data, args[0]);
   constexpr unsigned kDeny = SECCOMP_RET_ERRNO | EPERM;
-  sock_filter filter[] = {
+  // clone3 passes its flags in memory, out of a filter's sight: refuse it as unknown (ENOSYS), and
+  // the C library falls back to clone, whose flags a filter can read.
+  const std::pair<unsigned, unsigned> refused[] = {
+      {__NR_ptrace, kDeny}, {__NR_process_vm_readv, kDeny}, {__NR_process_vm_writev, kDeny},
+      {__NR_fork, kDeny},   {__NR_vfork, kDeny},            {__NR_execve, kDeny},
+      {__NR_execveat, kDeny}, {435 /* clone3 */, SECCOMP_RET_ERRNO | ENOSYS}};
+  std::vector<sock_filter> program = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fork, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_vfork, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, kDeny),
-      // clone3 passes its flags in memory, out of a filter's sight: refuse it as unknown, and the C
-      // library falls back to clone, whose flags a filter can read.
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 435 /* clone3 */, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr)};
+  for (const auto& [nr, answer] : refused) {
+    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, answer));
+  }
+  program.insert(program.end(), {
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
       BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0),  // a thread: allowed
       BPF_STMT(BPF_RET | BPF_K, kDeny),                          // a new process: refused
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)});
+  return program;
+}
+
+bool apply_seccomp() {
+  std::vector<sock_filter> filter = seccomp_program();
+  sock_fprog program{static_cast<unsigned short>(filter.size()), filter.data()};
   return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
 }
 

@@ -311,7 +311,20 @@ def undefined_symbols(obj: Path, nm: str | None) -> list[str]:
 
 
 _RELOCATION = re.compile(r"^[0-9a-fA-F]+\s+R_\w+\s+(\S+)")
-_SYMBOL = re.compile(r"^([0-9a-fA-F]+)\s+(\w*)\s*(\w*)\s+(\S+)\s+([0-9a-fA-F]+)\s+(\S+)$")
+
+
+def function_symbols(obj: Path, objdump: str) -> dict[str, tuple[str, int, int]]:
+    """An object's functions: name -> (section, start, size), from its symbol table."""
+    functions = {}
+    for line in _run([objdump, "-t", str(obj)]).splitlines():
+        parts = line.split()
+        # "0000000000000000 l     F .text.startup	00000000000000e8 _ZL24__sti____cudaRegisterAllv"
+        if len(parts) >= 6 and "F" in parts[1:-3]:
+            try:
+                functions[parts[-1]] = (parts[-3], int(parts[0], 16), int(parts[-2], 16))
+            except ValueError:
+                continue
+    return functions
 
 
 def constructors(obj: Path, objdump: str | None) -> list[str]:
@@ -319,15 +332,8 @@ def constructors(obj: Path, objdump: str | None) -> list[str]:
     tool = objdump or "objdump"
     text = _run([tool, "-r", "-j", ".init_array", "-j", ".ctors", "-j", ".preinit_array",
                  str(obj)]) if _has_sections(obj, tool) else ""
-    symbols: dict[tuple[str, int], str] = {}
-    for line in _run([tool, "-t", str(obj)]).splitlines():
-        parts = line.split()
-        # "0000000000000000 l     F .text.startup	00000000000000e8 _ZL24__sti____cudaRegisterAllv"
-        if len(parts) >= 5 and "F" in parts[1:-3]:
-            try:
-                symbols[(parts[-3], int(parts[0], 16))] = parts[-1]
-            except ValueError:
-                continue
+    symbols = {(section, start): name
+               for name, (section, start, _) in function_symbols(obj, tool).items()}
     targets = []
     for line in text.splitlines():
         match = _RELOCATION.match(line.strip())
@@ -359,14 +365,7 @@ def stream_setup_only(obj: Path, name: str, objdump: str | None) -> bool:
     if not name.startswith("_GLOBAL__sub_I_"):
         return False  # a function marked __attribute__((constructor)), say
     tool = objdump or "objdump"
-    functions: dict[str, tuple[str, int, int]] = {}
-    for line in _run([tool, "-t", str(obj)]).splitlines():
-        parts = line.split()
-        if len(parts) >= 6 and "F" in parts[1:-3]:
-            try:
-                functions[parts[-1]] = (parts[-3], int(parts[0], 16), int(parts[-2], 16))
-            except ValueError:
-                continue
+    functions = function_symbols(obj, tool)
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
