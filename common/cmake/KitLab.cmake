@@ -161,6 +161,14 @@ function(kit_lab_build lab variant lib exe)
     target_include_directories(${worker} PRIVATE ${grader_dir})
     target_link_libraries(${worker} PRIVATE ${lib})
     target_compile_options(${worker} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    if(KIT_KERNEL_CHECK)
+      # The kernels compiled into the worker, for the judge to check its launches against.
+      target_link_libraries(${worker} PRIVATE CUDA::cupti)
+      add_custom_command(TARGET ${worker} POST_BUILD
+        COMMAND sh -c "\"$0\" -symbols \"$1\" > \"$1.kernels\"" ${KIT_CUOBJDUMP}
+                $<TARGET_FILE:${worker}>
+        VERBATIM)
+    endif()
     # The judge is the target grade_<lab> (bin/grade_<lab>, the student's quick loop); building it
     # builds the student's worker too. `reference_<lab>` and `wrong_<lab>_<name>` build the judge
     # and their own worker.

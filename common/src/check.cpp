@@ -37,19 +37,20 @@ void throw_launch_error(cudaError_t code, const char* kernel, const char* file, 
 
 namespace detail {
 namespace {
-void (*device_free_hook)(const void*) = nullptr;
+void* cuda_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  KIT_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return p;
+}
+void cuda_release(void* p) noexcept { cudaFree(p); }  // a sticky error surfaces elsewhere
+DeviceAllocator allocator{&cuda_allocate, &cuda_release};
 }  // namespace
 
-void note_device_free(const void* p) noexcept {
-  if (device_free_hook != nullptr && p != nullptr) {
-    try {
-      device_free_hook(p);
-    } catch (...) {
-    }
-  }
+void* device_allocate(std::size_t bytes) { return allocator.allocate(bytes); }
+void device_release(void* p) noexcept {
+  if (p != nullptr) allocator.release(p);
 }
-
-void set_device_free_hook(void (*hook)(const void*)) { device_free_hook = hook; }
+void set_device_allocator(DeviceAllocator a) { allocator = a; }
 }  // namespace detail
 
 }  // namespace kit

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <set>
 #include <new>
 #include <sstream>
 #include <vector>
@@ -22,6 +25,7 @@
 #include "kit/buffers.h"
 #include "kit/check.h"
 #include "kit/remote.h"
+#include "driver_vmm.h"
 
 namespace kit::remote {
 namespace {
@@ -33,10 +37,12 @@ struct Judge {
   double timeout_s = 60.0;
   pid_t pid = -1;
   int fd = -1;
-  std::map<CUdeviceptr, cudaIpcMemHandle_t> handles;  // allocation base -> its IPC handle
-  std::vector<cudaIpcMemHandle_t> forgotten;          // freed since the last call
+  std::set<std::uint64_t> shared;                     // buffers the current worker has mapped
+  std::vector<std::uint64_t> forgotten;                // of those, freed since the last call
+  std::vector<std::uint64_t> call_ids;                 // buffers the call being written names
   double null_call_ms = -1.0;                          // overhead of a timed call, measured once
   Clock::time_point test_started = Clock::now();
+  std::set<std::string> own_kernels;                   // compiled into the worker (cuobjdump)
   std::string sandbox;                                  // what the worker's sandbox applied
   const ::testing::TestInfo* sandbox_noted_for = nullptr;
   bool have_device = false;
@@ -48,25 +54,64 @@ Judge& judge() {
   return j;
 }
 
-// cuMemGetAddressRange (the allocation a device pointer lies in), taken from the driver through the
-// runtime: linking libcuda itself would stop the judge from starting on a machine without a driver.
-CUresult address_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
-  using Fn = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static Fn fn = [] {
-    void* found = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &found, 12000, cudaEnableDefault,
-                                         &status) != cudaSuccess)
-      found = nullptr;
-#else
-    if (cudaGetDriverEntryPoint("cuMemGetAddressRange", &found, cudaEnableDefault, &status) !=
-        cudaSuccess)
-      found = nullptr;
-#endif
-    return reinterpret_cast<Fn>(found);
-  }();
-  return fn == nullptr ? CUDA_ERROR_NOT_FOUND : fn(base, size, p);
+// The judge's device buffers (kit::DeviceBuffer): driver allocations that can be exported as a
+// file descriptor (driver_vmm.h), so the worker maps them without any access to this process.
+struct Allocation {
+  std::uint64_t id;
+  std::size_t size;
+  CUmemGenericAllocationHandle handle;
+};
+
+std::map<CUdeviceptr, Allocation>& allocations() {
+  static std::map<CUdeviceptr, Allocation> all;
+  return all;
+}
+
+void* shareable_allocate(std::size_t bytes) {
+  static std::uint64_t next_id = 1;
+  const vmm::Driver& d = vmm::driver();
+  KIT_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context, current for the driver calls
+  int device = 0;
+  KIT_CUDA_CHECK(cudaGetDevice(&device));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  std::size_t granularity = 0;
+  vmm::check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+             "cuMemGetAllocationGranularity");
+  const std::size_t size = (bytes + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle{};
+  if (const CUresult r = d.create(&handle, size, &prop, 0); r != CUDA_SUCCESS) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      throw CudaError(cudaErrorMemoryAllocation,
+                      "kit judge: out of device memory for a buffer of " + std::to_string(bytes) +
+                          " bytes");
+    vmm::check(r, "cuMemCreate");
+  }
+  CUdeviceptr va = 0;
+  try {
+    va = vmm::map(handle, size);
+  } catch (...) {
+    d.release(handle);
+    throw;
+  }
+  allocations().emplace(va, Allocation{next_id++, size, handle});
+  return reinterpret_cast<void*>(va);
+}
+
+void shareable_release(void* p) noexcept {
+  auto& all = allocations();
+  const auto found = all.find(reinterpret_cast<CUdeviceptr>(p));
+  if (found == all.end()) return;
+  // Work of this process may still use the buffer; cudaFree would wait for it, unmapping does not.
+  cudaDeviceSynchronize();
+  Judge& j = judge();
+  if (j.shared.erase(found->second.id) > 0) j.forgotten.push_back(found->second.id);
+  vmm::unmap(found->first, found->second.size);
+  vmm::driver().release(found->second.handle);
+  all.erase(found);
 }
 
 bool have_device() {
@@ -94,9 +139,17 @@ std::string signal_name(int sig) {
   }
 }
 
-// Resets the test clock at the start of every test: the time limit is per test, as the runner's.
+std::string stop_worker(bool kill_it);
+
+// Resets the test clock at the start of every test (the time limit is per test, as the runner's),
+// and ends the worker when the tests are done: before the report is written (GoogleTest tells its
+// listeners of the end in reverse order, so this one, added after the report's writer, hears first)
+// nothing of the student's is left running.
 class TestClock : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo&) override { judge().test_started = Clock::now(); }
+  void OnTestProgramEnd(const ::testing::UnitTest&) override {
+    if (judge().pid >= 0) stop_worker(true);
+  }
 };
 
 void start_worker() {
@@ -121,8 +174,6 @@ void start_worker() {
   close(fds[1]);
   j.pid = pid;
   j.fd = fds[0];
-  j.handles.clear();  // a new worker has opened nothing
-  j.forgotten.clear();
 }
 
 // Ends the worker (if any) and returns how it ended, e.g. "exited with code 0", "SIGSEGV".
@@ -132,6 +183,8 @@ std::string stop_worker(bool kill_it) {
   if (j.fd >= 0) close(j.fd);
   j.fd = -1;
   if (kill_it) kill(j.pid, SIGKILL);
+  j.shared.clear();  // the next worker has mapped nothing
+  j.forgotten.clear();
   int status = 0;
   pid_t got;
   do got = waitpid(j.pid, &status, 0);
@@ -150,8 +203,28 @@ double seconds_left() {
 
 enum class Io { ok, closed, timed_out };
 
-Io send_all(int fd, const std::string& data) {
+// Sends `data`; `fds` (descriptors of shared buffers) travel with its first bytes.
+Io send_all(int fd, const std::string& data, const std::vector<int>& fds) {
   std::size_t sent = 0;
+  if (!fds.empty()) {
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+    iovec io{const_cast<char*>(data.data()), data.size()};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    ssize_t n;
+    do n = sendmsg(fd, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return Io::closed;
+    sent = static_cast<std::size_t>(n);
+  }
   while (sent < data.size()) {
     const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -212,9 +285,20 @@ std::string short_key(const char* key) {
   throw std::runtime_error(what);
 }
 
+// Descriptors of shared buffers for one message, closed here once sent (or not).
+struct Outgoing {
+  std::vector<int> fds;
+  Outgoing() = default;
+  Outgoing(const Outgoing&) = delete;
+  Outgoing& operator=(const Outgoing&) = delete;
+  ~Outgoing() {
+    for (const int fd : fds) close(fd);
+  }
+};
+
 // One request and its reply. `timed`: the reply starts with the worker's event time.
-std::string round_trip(const char* key, const std::string& args, bool timed, double* worker_ms,
-                       double* wall_ms) {
+std::string round_trip(const char* key, const std::string& args, const Outgoing& outgoing,
+                       bool timed, double* worker_ms, double* wall_ms) {
   Judge& j = judge();
   if (j.worker_path.empty())
     throw std::logic_error("kit judge: no worker binary (--kit_worker=PATH)");
@@ -226,7 +310,7 @@ std::string round_trip(const char* key, const std::string& args, bool timed, dou
   Writer w;
   w.pod(static_cast<std::uint8_t>(timed ? Request::timed_call : Request::call));
   w.pod<std::uint64_t>(j.forgotten.size());
-  for (const auto& h : j.forgotten) w.pod(h);
+  for (const auto id : j.forgotten) w.pod(id);
   j.forgotten.clear();
   w.text(key);
   w.raw(args.data(), args.size());
@@ -238,7 +322,7 @@ std::string round_trip(const char* key, const std::string& args, bool timed, dou
   const std::string what = short_key(key);
   const auto start = Clock::now();
   std::uint32_t reply_size = 0;
-  Io io = send_all(j.fd, frame);
+  Io io = send_all(j.fd, frame, outgoing.fds);
   if (io == Io::ok) io = recv_exact(j.fd, reinterpret_cast<char*>(&reply_size), sizeof reply_size);
   std::string reply(reply_size, '\0');
   if (io == Io::ok && reply_size > 0) io = recv_exact(j.fd, reply.data(), reply_size);
@@ -260,11 +344,24 @@ std::string round_trip(const char* key, const std::string& args, bool timed, dou
 
   Reader r(reply);
   const auto kind = static_cast<Reply>(r.pod<std::uint8_t>());
+  // The kernels the call launched: each must be one compiled into the worker, i.e. the student's
+  // own (or the kit's probes'). Another is a library's, or a module's loaded at run time.
+  const auto kernels = r.pod<std::uint32_t>();
+  for (std::uint32_t i = 0; i < kernels; ++i) {
+    const std::string name = r.text();
+    if (j.own_kernels.empty() || j.own_kernels.count(name) > 0) continue;
+    stop_worker(true);
+    std::string shown = name.empty() ? "without a name" : name;
+    if (shown.size() > 48) shown = shown.substr(0, 45) + "...";
+    lose_worker("failed", "your code launched a kernel that is not in it: " + shown,
+                "lab code may launch only its own kernels; one from a library, or from a module "
+                "loaded at run time, is a ban (seen during " + what + ")");
+  }
   switch (kind) {
     case Reply::ok:
       if (timed && worker_ms) *worker_ms = r.pod<double>();
       else if (timed) r.pod<double>();
-      return reply.substr(sizeof(std::uint8_t) + (timed ? sizeof(double) : 0));
+      return reply.substr(r.position());
     case Reply::exception: {
       const auto type = static_cast<ExceptionType>(r.pod<std::uint8_t>());
       rethrow(type, r.text());
@@ -295,28 +392,19 @@ void put_pointer(Writer& w, const void* p) {
     w.pod<std::uint8_t>(0);
     return;
   }
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess ||
-      attributes.type != cudaMemoryTypeDevice) {
-    cudaGetLastError();
+  // The allocation `p` lies in: the last one that starts at or below it.
+  const auto& all = allocations();
+  auto found = all.upper_bound(reinterpret_cast<CUdeviceptr>(p));
+  if (found != all.begin()) --found;
+  const auto at = reinterpret_cast<CUdeviceptr>(p);
+  if (found == all.end() || at < found->first || at >= found->first + found->second.size)
     throw std::invalid_argument(
-        "kit judge: a pointer argument is not device memory from cudaMalloc (host, managed or "
-        "unknown memory cannot be shared with the worker)");
-  }
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (address_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    throw std::runtime_error("kit judge: cuMemGetAddressRange failed for a device pointer");
-  Judge& j = judge();
-  auto found = j.handles.find(base);
-  if (found == j.handles.end()) {
-    cudaIpcMemHandle_t handle{};
-    KIT_CUDA_CHECK(cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)));
-    found = j.handles.emplace(base, handle).first;
-  }
+        "kit judge: a pointer argument is not a kit::DeviceBuffer's memory (only the judge's "
+        "buffers can be shared with the worker)");
+  judge().call_ids.push_back(found->second.id);  // exchange() has the worker map it first
   w.pod<std::uint8_t>(1);
-  w.pod(found->second);
-  w.pod<std::uint64_t>(reinterpret_cast<CUdeviceptr>(p) - base);
+  w.pod<std::uint64_t>(found->second.id);
+  w.pod<std::uint64_t>(at - found->first);
 }
 
 void* get_pointer(Reader&) { throw std::logic_error("kit judge: get_pointer is the worker's"); }
@@ -333,9 +421,10 @@ cudaStream_t get_stream(Reader&) { throw std::logic_error("kit judge: get_stream
 void note_sandbox() {
   Judge& j = judge();
   if (j.sandbox.empty()) {
-    const std::string reply = round_trip("kit::sandbox()", "", false, nullptr, nullptr);
+    const std::string reply = round_trip("kit::sandbox()", "", Outgoing{}, false, nullptr, nullptr);
     Reader r(reply);
     j.sandbox = Codec<std::string>::get(r);
+    if (j.own_kernels.empty()) j.sandbox += ", but the judge has no list of the worker's kernels";
   }
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
   if (test != nullptr && test != j.sandbox_noted_for) {
@@ -344,10 +433,41 @@ void note_sandbox() {
   }
 }
 
+// Has the worker map the judge's buffers among `ids` that it has not mapped yet: one "kit::map()"
+// call with their ids and sizes, and their file descriptors alongside. Done before the call that
+// names them, so mapping is never part of a timed call.
+void ensure_mapped(const std::vector<std::uint64_t>& ids) {
+  Judge& j = judge();
+  std::set<std::uint64_t> wanted;
+  for (const auto id : ids)
+    if (j.shared.count(id) == 0) wanted.insert(id);
+  if (wanted.empty()) return;
+  if (wanted.size() > 250) throw std::logic_error("kit judge: more than 250 buffers in one call");
+  Writer w;
+  Outgoing outgoing;
+  w.pod<std::uint64_t>(wanted.size());
+  for (const auto& [base, allocation] : allocations()) {
+    if (wanted.count(allocation.id) == 0) continue;
+    int fd = -1;
+    vmm::check(vmm::driver().export_handle(&fd, allocation.handle,
+                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+               "cuMemExportToShareableHandle");
+    outgoing.fds.push_back(fd);
+    w.pod<std::uint64_t>(allocation.id);
+    w.pod<std::uint64_t>(allocation.size);
+  }
+  round_trip("kit::map()", w.bytes(), outgoing, false, nullptr, nullptr);
+  j.shared.insert(wanted.begin(), wanted.end());
+}
+
 std::string exchange(const char* key, const std::string& args) {
+  std::vector<std::uint64_t> ids;
+  ids.swap(judge().call_ids);
   note_sandbox();
+  ensure_mapped(ids);
+  const Outgoing outgoing;  // nothing: the buffers are mapped already
   TimedScope* scope = TimedScope::current();
-  if (scope == nullptr) return round_trip(key, args, false, nullptr, nullptr);
+  if (scope == nullptr) return round_trip(key, args, outgoing, false, nullptr, nullptr);
 
   Judge& j = judge();
   if (j.null_call_ms < 0) {
@@ -361,13 +481,13 @@ std::string exchange(const char* key, const std::string& args) {
     for (int i = 0; i < 7; ++i) {
       double wall = 0;
       if (have_device()) KIT_CUDA_CHECK(cudaMemsetAsync(touch.data(), i, sizeof(int)));
-      round_trip("kit::null()", "", true, nullptr, &wall);
+      round_trip("kit::null()", "", Outgoing{}, true, nullptr, &wall);
       j.null_call_ms = std::min(j.null_call_ms, wall);
     }
   }
   double worker_ms = 0, wall_ms = 0;
   const bool first = scope->calls_ == 0;
-  std::string result = round_trip(key, args, first, &worker_ms, &wall_ms);
+  std::string result = round_trip(key, args, outgoing, first, &worker_ms, &wall_ms);
   const double judge_ms = std::max(0.0, wall_ms - j.null_call_ms);
   if (first) {
     // The worker's events time the call as the judge times a ceiling. Its process is the
@@ -386,25 +506,37 @@ std::string exchange(const char* key, const std::string& args) {
   return result;
 }
 
+// The kernels compiled into the worker: `cuobjdump -symbols` of it, written next to it when it was
+// linked (common/cmake/KitLab.cmake), one "STT_FUNC STB_GLOBAL STO_ENTRY name" line per kernel.
+// Without that file (no cuobjdump or no CUPTI where it was built) launches are not checked.
+static std::set<std::string> read_own_kernels(const std::string& worker_path) {
+  std::set<std::string> names;
+  std::ifstream in(worker_path + ".kernels");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("STO_ENTRY") == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string word, last;
+    while (words >> word) last = word;
+    if (!last.empty()) names.insert(last);
+  }
+  return names;
+}
+
 void configure_judge(const std::string& worker_path, double timeout_s) {
   Judge& j = judge();
   j.worker_path = worker_path;
+  j.own_kernels = read_own_kernels(worker_path);
   if (timeout_s > 0) j.timeout_s = timeout_s;
   static bool listening = false;
   if (!listening) {
     ::testing::UnitTest::GetInstance()->listeners().Append(new TestClock);
     listening = true;
   }
-  kit::detail::set_device_free_hook([](const void* p) {
-    Judge& judge_state = judge();
-    CUdeviceptr base = 0;
-    std::size_t size = 0;
-    if (address_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return;
-    const auto found = judge_state.handles.find(base);
-    if (found == judge_state.handles.end()) return;
-    judge_state.forgotten.push_back(found->second);
-    judge_state.handles.erase(found);
-  });
+  kit::detail::set_device_allocator({&shareable_allocate, &shareable_release});
+  // No process of this user may read or write the judge's memory (ptrace, /proc/PID/mem); the
+  // worker runs as the same user. A root worker is kept out by its Landlock domain instead.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 void shut_down_worker() {

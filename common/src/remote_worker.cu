@@ -3,11 +3,14 @@
 // student's function, wait for the device, send back the result (or the exception, or the CUDA
 // error, after which it exits: a context with a sticky error is useless). It decides nothing:
 // every check and every verdict is the judge's.
+#include <dirent.h>
 #include <fcntl.h>
 #include <link.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -21,30 +24,65 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <typeinfo>
 #include <utility>
 #include <vector>
 
+#include "driver_vmm.h"
 #include "kit/remote.h"
+
+#if KIT_HAVE_CUPTI
+#include <cupti.h>
+#endif
 
 // The lab's table (common/src/remote_worker_table.cpp, compiled with the lab's remote.h).
 extern const kit::remote::Entry* kit_remote_entries(std::size_t* count);
 
 // ---- The sandbox, before any student code runs --------------------------------------------------
 // A function in .preinit_array runs before every constructor of the program, the student's objects'
-// included (kitgrade.inspect refuses student objects with .preinit_array entries of their own). It
-// confines the process for its whole life, where the kernel allows: seccomp refuses ptrace, reading
-// or writing another process's memory with process_vm_*, new processes (threads only) and exec.
-// Not done (docs/grading.md, "What a worker can still do"): confining its file writes with Landlock.
-// A Landlock domain also forbids reaching the judge with ptrace-level access, which CUDA IPC needs
-// to open the judge's buffers; that needs the buffers exported the other way round first.
+// included (kitgrade.inspect refuses student objects with .preinit_array entries of their own).
+// Where the kernel allows:
+// - seccomp, from there on, for every thread: refuses ptrace, reading or writing another process's
+//   memory with process_vm_*, new processes (threads only) and exec.
+// - Landlock, applied by main() once the CUDA driver has started (it names its threads by writing
+//   /proc/self/task/TID/comm and fails to start if it cannot, and a Landlock rule cannot allow
+//   that file): no file may be created, removed, renamed or opened for writing, except the device
+//   files under /dev. So no verdict, report or cache file, in /tmp or anywhere. A Landlock domain
+//   also keeps the process from reaching any process outside it with ptrace-level access (ptrace,
+//   /proc/PID/mem, pidfd_getfd), the judge included, even as root. It binds the thread that applies
+//   it and the threads that thread starts later; the driver's first threads, started before, are
+//   the driver's own. main() checks that the program still has one thread when it starts the
+//   driver: a thread started by student code before main() is a forbidden result.
 // KIT_NO_SANDBOX=1 (set by whoever starts the judge, never by student code) turns it off for
 // debugging. What was applied is in kit_sandbox_status, which the judge asks for (kit::sandbox()).
 namespace {
 
 char kit_sandbox_status[256] = "not applied";
+bool kit_confine_files = false;  // main() applies Landlock once the driver has started
+
+// The shared libraries the program was started with (its own dependencies, which the kit's build
+// chose: student code cannot add one), one path per line between newlines. Taken in .preinit_array,
+// before any constructor, with nothing but the C library (libstdc++ may not be set up yet).
+char kit_start_libraries[16384] = "\n";
+
+void note_start_libraries() {
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void*) {
+        const char* path = info->dlpi_name;
+        if (path == nullptr || *path == '\0') return 0;
+        const std::size_t used = std::strlen(kit_start_libraries);
+        if (used + std::strlen(path) + 2 < sizeof kit_start_libraries) {
+          std::strcat(kit_start_libraries, path);
+          std::strcat(kit_start_libraries, "\n");
+        }
+        return 0;
+      },
+      nullptr);
+}
 
 #if defined(__x86_64__)
 // The seccomp program: the architecture check, then one refusal per system call below, then clone.
@@ -77,6 +115,51 @@ std::vector<sock_filter> seccomp_program() {
   return program;
 }
 
+// Landlock (linux/landlock.h); returns the ABI version applied, 0 where the kernel has none.
+int apply_landlock() {
+#ifndef __NR_landlock_create_ruleset
+  return 0;
+#else
+  const long abi = syscall(__NR_landlock_create_ruleset, nullptr, 0,
+                           LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return 0;
+  std::uint64_t handled = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                          LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                          LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                          LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                          LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  std::uint64_t device_files = LANDLOCK_ACCESS_FS_WRITE_FILE;
+#ifdef LANDLOCK_ACCESS_FS_REFER
+  if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
+#endif
+#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
+  if (abi >= 3) {
+    handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    device_files |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  }
+#endif
+  landlock_ruleset_attr attr{};
+  attr.handled_access_fs = handled;
+  const int ruleset = static_cast<int>(
+      syscall(__NR_landlock_create_ruleset, &attr, sizeof attr.handled_access_fs, 0));
+  if (ruleset < 0) return 0;
+  // Existing files under /dev may be opened for writing (/dev/nvidia*, /dev/null); nothing may be
+  // created there either.
+  const int dev = open("/dev", O_PATH | O_CLOEXEC);
+  bool ok = dev >= 0;
+  if (ok) {
+    landlock_path_beneath_attr rule{};
+    rule.allowed_access = device_files;
+    rule.parent_fd = dev;
+    ok = syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) == 0;
+    close(dev);
+  }
+  ok = ok && syscall(__NR_landlock_restrict_self, ruleset, 0) == 0;
+  close(ruleset);
+  return ok ? static_cast<int>(abi) : 0;
+#endif
+}
+
 bool apply_seccomp() {
   std::vector<sock_filter> filter = seccomp_program();
   sock_fprog program{static_cast<unsigned short>(filter.size()), filter.data()};
@@ -86,6 +169,7 @@ bool apply_seccomp() {
 #endif
 
 void apply_sandbox() {
+  note_start_libraries();
   const char* off = std::getenv("KIT_NO_SANDBOX");
   if (off != nullptr && std::strcmp(off, "1") == 0) {
     std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "off (KIT_NO_SANDBOX=1)");
@@ -97,8 +181,9 @@ void apply_sandbox() {
     return;
   }
   const bool seccomp = apply_seccomp();
-  std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "seccomp %s; file writes not confined",
+  std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "seccomp %s",
                 seccomp ? "on" : "refused by the kernel");
+  kit_confine_files = true;
 #else
   std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "not available on this processor");
 #endif
@@ -111,13 +196,31 @@ __attribute__((section(".preinit_array"), used)) void (*const kit_sandbox_first)
 namespace kit::remote {
 namespace {
 
+struct Mapping {
+  CUdeviceptr va;
+  std::size_t size;
+};
+
+// How many threads this process has (the entries of /proc/self/task).
+int thread_count() {
+  int n = 0;
+  if (DIR* tasks = opendir("/proc/self/task")) {
+    while (const dirent* entry = readdir(tasks))
+      if (entry->d_name[0] != '.') ++n;
+    closedir(tasks);
+  }
+  return n;
+}
+
 struct Worker {
-  std::map<std::string, void*> opened;               // IPC handle bytes -> pointer here
+  std::map<std::uint64_t, Mapping> mapped;           // the judge's buffer id -> mapped here
+  std::vector<int> received;                         // descriptors of the message being served
   std::map<std::uint64_t, cudaStream_t> streams;     // the judge's stream -> one of ours
   cudaStream_t call_stream = nullptr;                // the stream of the call being decoded
   bool timing = false;
   cudaEvent_t start{}, stop{};
   bool have_device = false;
+  int early_threads = 0;  // threads found at main() besides the main one's: student code's
 };
 
 Worker& worker() {
@@ -125,21 +228,99 @@ Worker& worker() {
   return w;
 }
 
+// Reads `size` bytes; descriptors that come with them (the judge's buffers) join `received`.
 bool read_exact(int fd, char* out, std::size_t size) {
   std::size_t got = 0;
   while (got < size) {
-    const ssize_t n = read(fd, out + got, size - got);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 253)];
+    iovec io{out + got, size - got};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int received = -1;
+        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        worker().received.push_back(received);
+      }
+    }
     got += static_cast<std::size_t>(n);
   }
   return true;
 }
 
+// ---- The kernels a call launched -----------------------------------------------------------
+// CUPTI's callback API calls on_launch() at every kernel launch of this process, through the
+// runtime (<<<>>>, cudaLaunchKernel and the like) or the driver (cuLaunchKernel...), with the
+// kernel's name. Every reply carries the names launched since the previous one; the judge compares
+// them with the kernels compiled into this worker (cuobjdump's list, written when it was linked),
+// so a kernel of a library, or of a module loaded at run time, is a ban hit naming it.
+std::mutex launched_mutex;
+std::set<std::string> launched;
+std::string kernel_check = "off (the worker was built without CUPTI)";
+
+#if KIT_HAVE_CUPTI
+void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  std::lock_guard<std::mutex> lock(launched_mutex);
+  launched.insert(info->symbolName != nullptr ? info->symbolName : "");
+}
+
+bool launches_a_kernel(const std::string& api) {
+  return api.find("LaunchKernel") != std::string::npos ||
+         api.find("LaunchCooperativeKernel") != std::string::npos || api == "cuLaunch" ||
+         api == "cuLaunchGrid" || api == "cuLaunchGridAsync";
+}
+
+void start_kernel_check() {
+  CUpti_SubscriberHandle subscriber{};
+  const CUptiResult r =
+      cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_launch), nullptr);
+  if (r != CUPTI_SUCCESS) {
+    const char* why = "unknown";
+    cuptiGetResultString(r, &why);
+    kernel_check = std::string("unavailable (") + why + ")";
+    return;
+  }
+  int watched = 0;
+  const std::pair<CUpti_CallbackDomain, std::uint32_t> domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+  for (const auto& [domain, size] : domains)
+    for (std::uint32_t cbid = 1; cbid < size; ++cbid) {
+      const char* api = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &api) == CUPTI_SUCCESS && api != nullptr &&
+          launches_a_kernel(api) && cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS)
+        ++watched;
+    }
+  kernel_check = "on (CUPTI, " + std::to_string(watched) + " launch functions watched)";
+}
+#else
+void start_kernel_check() {}
+#endif
+
+// A reply: its kind (the first byte of `body`), the kernels launched since the last reply, the rest.
 void write_reply(int fd, const std::string& body) {
-  const auto size = static_cast<std::uint32_t>(body.size());
+  Writer kernels;
+  {
+    std::lock_guard<std::mutex> lock(launched_mutex);
+    kernels.pod<std::uint32_t>(static_cast<std::uint32_t>(launched.size()));
+    for (const auto& name : launched) kernels.text(name);
+    launched.clear();
+  }
+  const auto size = static_cast<std::uint32_t>(body.size() + kernels.bytes().size());
   std::string frame(reinterpret_cast<const char*>(&size), sizeof size);
-  frame += body;
+  frame += body.substr(0, 1);
+  frame += kernels.bytes();
+  frame += body.substr(1);
   std::size_t sent = 0;
   while (sent < frame.size()) {
     const ssize_t n = write(fd, frame.data() + sent, frame.size() - sent);
@@ -175,8 +356,38 @@ void null_call(Reader&, Writer&) {
   if (worker().have_device) empty_kernel<<<1, 1, 0, worker().call_stream>>>();
 }
 
+// "kit::map()": maps the judge's buffers listed (id, size), whose file descriptors came with the
+// message, in that order (kit/remote.h; driver_vmm.h).
+void map_call(Reader& r, Writer&) {
+  Worker& w = worker();
+  const auto count = r.pod<std::uint64_t>();
+  if (count > w.received.size()) throw Malformed("kit worker: buffers without their descriptors");
+  const vmm::Driver& d = vmm::driver();
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto id = r.pod<std::uint64_t>();
+    const auto size = r.pod<std::uint64_t>();
+    if (w.mapped.count(id) > 0) continue;
+    CUmemGenericAllocationHandle handle{};
+    vmm::check(d.import_handle(&handle,
+                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(w.received[i])),
+                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+               "cuMemImportFromShareableHandle");
+    CUdeviceptr va = 0;
+    try {
+      va = vmm::map(handle, size);
+    } catch (...) {
+      d.release(handle);
+      throw;
+    }
+    d.release(handle);  // the mapping keeps the memory
+    w.mapped.emplace(id, Mapping{va, size});
+  }
+}
+
 // "kit::sandbox()": what the sandbox could apply in this process, for the judge's report.
-void sandbox_call(Reader&, Writer& w) { Codec<std::string>::put(w, kit_sandbox_status); }
+void sandbox_call(Reader&, Writer& w) {
+  Codec<std::string>::put(w, std::string(kit_sandbox_status) + "; kernel check " + kernel_check);
+}
 
 }  // namespace
 
@@ -188,19 +399,12 @@ void* get_pointer(Reader& r) {
   const auto tag = r.pod<std::uint8_t>();
   if (tag == 0) return nullptr;
   if (tag != 1) throw Malformed("kit worker: unknown pointer tag");
-  const auto handle = r.pod<cudaIpcMemHandle_t>();
+  const auto id = r.pod<std::uint64_t>();
   const auto offset = r.pod<std::uint64_t>();
-  Worker& w = worker();
-  const std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
-  auto found = w.opened.find(key);
-  if (found == w.opened.end()) {
-    void* p = nullptr;
-    const cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) throw std::runtime_error("kit worker: cannot open a buffer of the judge: " +
-                                                   cuda_text(e));
-    found = w.opened.emplace(key, p).first;
-  }
-  return static_cast<char*>(found->second) + offset;
+  const auto found = worker().mapped.find(id);
+  if (found == worker().mapped.end()) throw Malformed("kit worker: a buffer the judge did not map");
+  if (offset >= found->second.size) throw Malformed("kit worker: a pointer past its buffer");
+  return reinterpret_cast<char*>(found->second.va) + offset;
 }
 
 void put_stream(Writer&, cudaStream_t) { throw std::logic_error("put_stream is the judge's"); }
@@ -235,17 +439,20 @@ void before_call() {
 
 namespace {
 
-// The shared libraries in this process now. The worker is linked with the CUDA runtime statically,
-// so it loads only the C and C++ libraries, the driver (libcuda, libnvidia-*) and, under
-// compute-sanitizer, the tool's own: any other library (cuBLAS, CUB's runtime, a library file
-// opened by path) was loaded by the student's code, whatever the means (dlopen, a name assembled
-// at run time, a pointer found in memory). Libraries a lab bans cannot be used without loading.
+// The shared libraries in this process now. The worker is linked with the CUDA runtime statically;
+// besides what it started with (kit_start_libraries: the C and C++ libraries, CUPTI) only the
+// driver (libcuda, libnvidia-*) and, under compute-sanitizer, the tool's own libraries are loaded
+// later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
+// student's code, whatever the means (dlopen, a name assembled at run time, a pointer found in
+// memory). Libraries a lab bans cannot be used without loading.
 std::string unexpected_library() {
   std::string found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* out) {
         const char* path = info->dlpi_name;
         if (path == nullptr || *path == '\0') return 0;
+        if (std::strstr(kit_start_libraries, ("\n" + std::string(path) + "\n").c_str()) != nullptr)
+          return 0;
         const char* slash = std::strrchr(path, '/');
         const std::string name = slash ? slash + 1 : path;
         static const char* expected[] = {
@@ -265,12 +472,10 @@ void forget(Reader& r) {
   Worker& w = worker();
   const auto n = r.pod<std::uint64_t>();
   for (std::uint64_t i = 0; i < n; ++i) {
-    const auto handle = r.pod<cudaIpcMemHandle_t>();
-    const std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
-    const auto found = w.opened.find(key);
-    if (found == w.opened.end()) continue;
-    cudaIpcCloseMemHandle(found->second);
-    w.opened.erase(found);
+    const auto found = w.mapped.find(r.pod<std::uint64_t>());
+    if (found == w.mapped.end()) continue;
+    vmm::unmap(found->second.va, found->second.size);
+    w.mapped.erase(found);
   }
 }
 
@@ -284,6 +489,7 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
   const std::string key = r.text();
   void (*serve_fn)(Reader&, Writer&) = key == "kit::null()"      ? &null_call
                                        : key == "kit::sandbox()" ? &sandbox_call
+                                       : key == "kit::map()"     ? &map_call
                                                                  : nullptr;
   for (std::size_t i = 0; i < count && serve_fn == nullptr; ++i)
     if (key == entries[i].key) serve_fn = entries[i].serve;
@@ -292,6 +498,13 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
     out.text("no function '" + key + "' in this worker (built from another version of the lab?)");
     write_reply(fd, out.bytes());
     return true;
+  }
+  if (w.early_threads > 0 && key.rfind("kit::", 0) != 0) {
+    out.pod(static_cast<std::uint8_t>(Reply::forbidden));
+    out.text("your code started a thread before main() (" + std::to_string(w.early_threads) +
+             " threads at its start): lab code may not run before main()");
+    write_reply(fd, out.bytes());
+    return false;
   }
 
   w.timing = kind == Request::timed_call && w.have_device;
@@ -372,9 +585,24 @@ int main() {
   unsetenv("KIT_REMOTE_FD");
 
   Worker& w = worker();
+  const int threads_at_main = thread_count();
+  start_kernel_check();
   int devices = 0;
   w.have_device = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   cudaGetLastError();
+  if (w.have_device) cudaFree(nullptr);  // the driver and its first threads start now
+  if (kit_confine_files) {
+    const int landlock = apply_landlock();
+    char files[128];
+    if (threads_at_main != 1)
+      std::snprintf(files, sizeof files, "; %d threads before main()", threads_at_main);
+    else if (landlock > 0)
+      std::snprintf(files, sizeof files, "; Landlock ABI %d: no file writes outside /dev", landlock);
+    else
+      std::snprintf(files, sizeof files, "; no Landlock: file writes not confined");
+    std::strncat(kit_sandbox_status, files, sizeof kit_sandbox_status - std::strlen(kit_sandbox_status) - 1);
+    if (threads_at_main != 1) w.early_threads = threads_at_main;
+  }
   if (w.have_device) {
     cudaEventCreate(&w.start);
     cudaEventCreate(&w.stop);
@@ -386,13 +614,17 @@ int main() {
     if (!read_exact(fd, reinterpret_cast<char*>(&size), sizeof size)) return 0;  // judge done
     std::string message(size, '\0');
     if (!read_exact(fd, message.data(), size)) return 0;
+    bool go_on = true;
     try {
-      if (!serve(fd, message, entries, count)) return 3;
+      go_on = serve(fd, message, entries, count);
     } catch (const Malformed& e) {
       Writer out;
       out.pod(static_cast<std::uint8_t>(Reply::refused));
       out.text(e.what());
       write_reply(fd, out.bytes());
     }
+    for (const int received : w.received) close(received);  // mapped buffers keep their memory
+    w.received.clear();
+    if (!go_on) return 3;
   }
 }

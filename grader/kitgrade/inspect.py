@@ -260,6 +260,17 @@ def system_roots() -> tuple[Path, ...]:
     return tuple(roots)
 
 
+def compiler_roots(build: Path) -> tuple[Path, ...]:
+    """The compilers' own header folders, as CMake found them when it configured `build` (a
+    compiler installed outside /usr, such as /opt/gcc, keeps its headers beside it)."""
+    roots = []
+    for info in sorted((build / "CMakeFiles").glob("*/CMake*Compiler.cmake")):
+        text = info.read_text(errors="replace")
+        for found in re.finditer(r'set\(CMAKE_\w*IMPLICIT_INCLUDE_DIRECTORIES "([^"]*)"\)', text):
+            roots += [Path(d).resolve() for d in found.group(1).split(";") if d]
+    return tuple(dict.fromkeys(roots))
+
+
 def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> list[str] | None:
     """The files the compiler opened for the archive's object `member` that lie outside `roots`
     and outside the system's header folders; None when the build kept no dependency list."""
@@ -271,7 +282,7 @@ def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> lis
     deps = _dependencies(build, objects[0])
     if not deps:
         return None
-    allowed = tuple(r.resolve() for r in roots) + system_roots()
+    allowed = tuple(r.resolve() for r in roots) + system_roots() + compiler_roots(build)
     outside = []
     for dep in deps:
         path = (build / dep).resolve() if not Path(dep).is_absolute() else Path(dep).resolve()

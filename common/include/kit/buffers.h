@@ -23,7 +23,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t n) : n_(n) {
-    if (n_ > 0) KIT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)));
+    if (n_ > 0) ptr_ = static_cast<T*>(detail::device_allocate(n_ * sizeof(T)));
   }
   /// Allocates and uploads `host`.
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
@@ -60,10 +60,7 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    if (ptr_) {
-      detail::note_device_free(ptr_);
-      cudaFree(ptr_);  // no throw from a destructor; a sticky error surfaces elsewhere
-    }
+    detail::device_release(ptr_);  // no throw from a destructor
     ptr_ = nullptr;
   }
   T* ptr_ = nullptr;

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -31,10 +32,15 @@ class CudaError : public std::runtime_error {
 [[noreturn]] void throw_launch_error(cudaError_t code, const char* kernel, const char* file, int line);
 
 namespace detail {
-/// Called by DeviceBuffer just before it frees device memory. In a judge (kit/remote.h) the hook
-/// tells the worker to let go of its mapping of that buffer; elsewhere there is no hook.
-void note_device_free(const void* p) noexcept;
-void set_device_free_hook(void (*hook)(const void*));
+/// Where DeviceBuffer gets its memory. By default cudaMalloc and cudaFree; a judge (kit/remote.h)
+/// installs its own, whose memory it can hand to the worker process as a file descriptor.
+struct DeviceAllocator {
+  void* (*allocate)(std::size_t bytes);  ///< throws CudaError when it cannot
+  void (*release)(void* p) noexcept;
+};
+void* device_allocate(std::size_t bytes);
+void device_release(void* p) noexcept;
+void set_device_allocator(DeviceAllocator allocator);
 }  // namespace detail
 
 }  // namespace kit

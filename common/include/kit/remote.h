@@ -101,6 +101,8 @@ class Reader {
     return s;
   }
   bool done() const { return at_ == data_.size(); }
+  /// How many bytes were read so far.
+  std::size_t position() const { return at_; }
 
  private:
   const std::string& data_;
