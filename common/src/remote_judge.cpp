@@ -98,6 +98,11 @@ void* shareable_allocate(std::size_t bytes) {
     throw;
   }
   allocations().emplace(va, Allocation{next_id++, size, handle});
+  // Fresh driver memory reads as zeros, and the allocation is rounded up to the driver's
+  // granularity (2 MiB), so a kernel reading past the end of an input would read zeros where
+  // cudaMalloc memory holds whatever was there: a missing bounds check (A times B's rows past the
+  // end, say) would go unseen. All bytes, the slack included, start as 0xFF (NaN as floats).
+  KIT_CUDA_CHECK(cudaMemset(reinterpret_cast<void*>(va), 0xFF, size));
   return reinterpret_cast<void*>(va);
 }
 
@@ -346,10 +351,12 @@ std::string round_trip(const char* key, const std::string& args, const Outgoing&
   const auto kind = static_cast<Reply>(r.pod<std::uint8_t>());
   // The kernels the call launched: each must be one compiled into the worker, i.e. the student's
   // own (or the kit's probes'). Another is a library's, or a module's loaded at run time.
+  // (A library the call loaded is named rather than its kernels: Reply::forbidden, below.)
   const auto kernels = r.pod<std::uint32_t>();
   for (std::uint32_t i = 0; i < kernels; ++i) {
     const std::string name = r.text();
-    if (j.own_kernels.empty() || j.own_kernels.count(name) > 0) continue;
+    if (kind == Reply::forbidden || j.own_kernels.empty() || j.own_kernels.count(name) > 0)
+      continue;
     stop_worker(true);
     std::string shown = name.empty() ? "without a name" : name;
     if (shown.size() > 48) shown = shown.substr(0, 45) + "...";
@@ -510,17 +517,8 @@ std::string exchange(const char* key, const std::string& args) {
 // linked (common/cmake/KitLab.cmake), one "STT_FUNC STB_GLOBAL STO_ENTRY name" line per kernel.
 // Without that file (no cuobjdump or no CUPTI where it was built) launches are not checked.
 static std::set<std::string> read_own_kernels(const std::string& worker_path) {
-  std::set<std::string> names;
   std::ifstream in(worker_path + ".kernels");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find("STO_ENTRY") == std::string::npos) continue;
-    std::istringstream words(line);
-    std::string word, last;
-    while (words >> word) last = word;
-    if (!last.empty()) names.insert(last);
-  }
-  return names;
+  return kernels_in_cuobjdump(in);
 }
 
 void configure_judge(const std::string& worker_path, double timeout_s) {

@@ -66,3 +66,17 @@ TEST(RemoteCodec, BothSidesUseTheSameKeyForAListedFunction) {
 }
 
 }  // namespace
+
+TEST(RemoteKernelList, TakesEachKernelOnceFromCuobjdumpOutput) {
+  std::istringstream text(
+      "Fatbin elf code:\n================\narch = sm_90\n\nsymbols:\n"
+      "STT_FUNC         STB_GLOBAL STO_ENTRY      _Z6kernelPf\n"
+      "STT_OBJECT       STB_WEAK   STV_DEFAULT  U .nv.reservedSmem.offset0\n"
+      "STT_FUNC         STB_LOCAL  STO_ENTRY      _ZN12_GLOBAL__N_14tileEv\n"
+      "Fatbin elf code:\narch = sm_75\n"
+      "STT_FUNC         STB_GLOBAL STO_ENTRY      _Z6kernelPf\n");
+  const std::set<std::string> names = kit::remote::kernels_in_cuobjdump(text);
+  EXPECT_EQ(names, (std::set<std::string>{"_Z6kernelPf", "_ZN12_GLOBAL__N_14tileEv"}));
+  std::istringstream empty("");
+  EXPECT_TRUE(kit::remote::kernels_in_cuobjdump(empty).empty());
+}

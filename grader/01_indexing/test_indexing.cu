@@ -102,6 +102,20 @@ KIT_TEST_P(Saxpy, ComputesEveryElementAndNothingElse, "indexing.1", gpu, 1,
 INSTANTIATE_TEST_SUITE_P(Sizes, Saxpy, ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7),
                          size_name);
 
+// Sizes drawn from the seed, besides the listed ones: code that is right only at the sizes the
+// tests name (a table of them, a grid sized for them) is wrong here, and each run draws others.
+class SaxpyAnySize : public kit::GpuTest {};
+
+KIT_TEST(SaxpyAnySize, ComputesEveryElementAtSizesFromTheSeed, "indexing.1", gpu, 1,
+         "saxpy is right at three sizes drawn from the seed, not only at the listed ones") {
+  auto rng = kit::test_random();
+  for (int i = 0; i < 3; ++i) {
+    const auto n = static_cast<unsigned>(rng.uniform_int(2, 1 << 18));
+    SCOPED_TRACE("n = " + std::to_string(n) + ", drawn from the seed");
+    check_saxpy(lab01::saxpy, n);
+  }
+}
+
 // ---- Step 2 ------------------------------------------------------------------------------------
 
 KIT_TEST(IndexingHost, FlattenIsRowMajor, "indexing.2", host, 2,

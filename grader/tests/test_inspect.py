@@ -141,6 +141,27 @@ class SealedIncludesTest(unittest.TestCase):
                     self.assertIn("answer.h", reason)
 
 
+class CompilerRootsTest(unittest.TestCase):
+    def test_a_compiler_outside_usr_keeps_its_headers_allowed(self) -> None:
+        # A g++ installed in /opt/gcc includes its own limits.h and stddef.h from there: those
+        # folders come from what CMake found when it configured the build, not a fixed list.
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        info = tmp / "CMakeFiles" / "4.1.0"
+        info.mkdir(parents=True)
+        (info / "CMakeCXXCompiler.cmake").write_text(
+            'set(CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES '
+            '"/opt/gcc/lib/gcc/x86_64-linux-gnu/13/include;/usr/include")\n')
+        (info / "CMakeCUDACompiler.cmake").write_text(
+            'set(CMAKE_CUDA_HOST_IMPLICIT_LINK_DIRECTORIES "/opt/elsewhere")\n'
+            'set(CMAKE_CUDA_IMPLICIT_INCLUDE_DIRECTORIES "/opt/cuda/include/cccl")\n')
+        roots = inspect.compiler_roots(tmp)
+        self.assertIn(Path("/opt/gcc/lib/gcc/x86_64-linux-gnu/13/include"), roots)
+        self.assertIn(Path("/opt/cuda/include/cccl"), roots)
+        self.assertNotIn(Path("/opt/elsewhere"), roots)  # a link folder is not a header folder
+        self.assertEqual(inspect.compiler_roots(tmp / "missing"), ())
+
+
 class AllowlistTest(unittest.TestCase):
     def test_what_lab_code_may_and_may_not_call(self) -> None:
         for name in ("cudaMalloc", "cudaStreamCreateWithFlags", "__cudaRegisterFatBinary",

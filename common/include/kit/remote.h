@@ -8,7 +8,8 @@
 /// lab (the judge) is built *without* the student's code: every student function the tests call is
 /// a proxy that sends its arguments over a socket to a worker process, built from the student's
 /// files, which calls the real function and sends back the result. Device buffers are the judge's
-/// own allocations, shared with the worker through CUDA IPC, so the judge poisons outputs, checks
+/// own allocations, shared with the worker as file descriptors of driver allocations (mapped by the
+/// worker before the call that names them), so the judge poisons outputs, checks
 /// guards and reads results in its own CUDA context. A crash, hang, `exit()` or sticky CUDA error
 /// in student code ends the worker, never the judge: the test in flight gets its verdict and the
 /// next call starts a fresh worker.
@@ -31,7 +32,7 @@
 /// in the judge's include path by grader/NN_name/judge/ copies that only declare them.
 ///
 /// Arguments and results travel by value: arithmetic types, enums and plain structs as their
-/// bytes, std::string and std::vector by content, device pointers as an IPC handle plus offset,
+/// bytes, std::string and std::vector by content, device pointers as the judge's buffer number plus offset,
 /// streams by identity. A struct holding pointers needs a Codec specialisation (see lab 03).
 #pragma once
 
@@ -40,6 +41,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <istream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -109,6 +113,21 @@ class Reader {
   std::size_t at_ = 0;
 };
 
+/// The kernels named in the output of `cuobjdump -symbols` (one "STT_FUNC ... STO_ENTRY name"
+/// line per kernel and architecture): the judge's list of the kernels compiled into a worker.
+inline std::set<std::string> kernels_in_cuobjdump(std::istream& in) {
+  std::set<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("STO_ENTRY") == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string word, last;
+    while (words >> word) last = word;
+    if (!last.empty()) names.insert(last);
+  }
+  return names;
+}
+
 /// Request kinds (judge to worker) and reply kinds (worker to judge).
 enum class Request : std::uint8_t { call = 1, timed_call = 2, forget = 3 };
 enum class Reply : std::uint8_t { ok = 1, exception = 2, cuda_error = 3, refused = 4, forbidden = 5 };
@@ -123,7 +142,7 @@ enum class ExceptionType : std::uint8_t {
 // ---- Pointers and streams: the two sides translate them differently ---------------------------
 
 namespace detail {
-/// Judge: writes a device pointer as (IPC handle of its allocation, offset); null as null. Throws
+/// Judge: writes a device pointer as (number of its kit::DeviceBuffer, offset); null as null. Throws
 /// std::invalid_argument for a host pointer (a kit bug: host memory cannot be shared this way).
 void put_pointer(Writer& w, const void* p);
 /// Worker: the same pointer in this process (the allocation is opened once and cached).
