@@ -250,6 +250,40 @@ def render_gradescope(run: RunResult) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+# ---------------------------------------------------------------- PrairieLearn
+
+def render_prairielearn(run: RunResult) -> str:
+    """results.json of a PrairieLearn external grader (PrairieLearn's docs/externalGrading.md,
+    "Grading results"): `score` in [0, 1], `message`, `output`, and `tests` with name,
+    description, points, max_points, message and output. PrairieLearn has no per-test visibility:
+    a test whose Gradescope visibility is not "visible" (a hidden test) shows its points under a
+    neutral name, without its title or output. A lab that could not be graded (a file missing, a
+    build failure) makes the submission not gradable: no score, no attempt used, the reasons in
+    `format_errors`."""
+    tests = []
+    for lab in run.labs:
+        for index, t in enumerate(lab.tests, start=1):
+            visible = t.visibility == "visible"
+            tests.append({
+                "name": f"{lab.lab} {t.step}" + ("" if visible else f" hidden test {index}"),
+                "description": t.title if visible else "a hidden test",
+                "points": t.score, "max_points": t.points,
+                "message": describe(t) if visible else
+                ("passed" if t.status is Status.PASSED else "failed"),
+                "output": detail_text(t) if visible else "",
+            })
+    errors = [f"{lab.lab}: {lab.error}" for lab in run.labs if lab.error is not None]
+    notes = [f"{lab.lab}: {note}" for lab in run.labs for note in lab.notes]
+    document: dict = {"gradable": not errors, "message": total_line(run),
+                      "output": "\n".join([run_header(run), *notes, total_line(run)]),
+                      "tests": tests}
+    if errors:
+        document["format_errors"] = errors
+    else:
+        document["score"] = run.score / run.max_score if run.max_score > 0 else 0.0
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
 # ---------------------------------------------------------------- Markdown
 
 _ICONS = {Status.PASSED: "✅", Status.FAILED: "❌", Status.CRASHED: "💥",
@@ -304,6 +338,7 @@ def render_all(run: RunResult) -> dict[str, str]:
         "kit-results.json": json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n",
         "junit.xml": render_junit(run),
         "results.json": render_gradescope(run),
+        "prairielearn.json": render_prairielearn(run),
         "summary.md": render_markdown(run),
     }
 

@@ -57,10 +57,11 @@ class BatchTest(SubmissionCase):
                 self.assertFalse((self.tmp / "other").exists())
 
 
-class GradescopeScriptTest(SubmissionCase):
-    """ci/gradescope/run_autograder against this fake kit (its paths come from the environment)."""
+class PlatformScriptCase(SubmissionCase):
+    """A platform's entry point (ci/...) against this fake kit (its paths come from the
+    environment)."""
 
-    SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "gradescope" / "run_autograder"
+    SCRIPT: Path
 
     def run_script(self, folder: Path, labs: str = "", gpu: bool = True,
                    tests: str = "pass") -> dict:
@@ -68,6 +69,7 @@ class GradescopeScriptTest(SubmissionCase):
         shutil.copy(grader / "kit.py", self.root / "grader" / "kit.py")
         shutil.copytree(grader / "kitgrade", self.root / "grader" / "kitgrade",
                         ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+        shutil.copytree(grader.parent / "ci", self.root / "ci", dirs_exist_ok=True)
         results = self.tmp / "results"
         env = {"KIT": str(self.root), "SUBMISSION": str(folder), "RESULTS": str(results),
                "LABS": labs, "FAKE_GPU": "1" if gpu else "0"}
@@ -75,6 +77,10 @@ class GradescopeScriptTest(SubmissionCase):
             proc = subprocess.run([str(self.SCRIPT)], capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         return json.loads((results / "results.json").read_text())
+
+
+class GradescopeScriptTest(PlatformScriptCase):
+    SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "gradescope" / "run_autograder"
 
     def test_grades_the_submission(self) -> None:
         folder = self.files(self.tmp / "s", {"a.cu": "x", "b.cuh": "y"})
@@ -96,6 +102,27 @@ class GradescopeScriptTest(SubmissionCase):
         self.assertIn("Not graded: the submission could not be graded as it is (exit code 2)",
                       results["output"])
         self.assertIn("submission lacks 01_alpha's b.cuh", results["output"])
+
+
+class PrairieLearnScriptTest(PlatformScriptCase):
+    SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "prairielearn" / "run"
+
+    def test_grades_the_submission(self) -> None:
+        folder = self.files(self.tmp / "s", {"a.cu": "x", "b.cuh": "y"})
+        results = self.run_script(folder, labs="01")
+        self.assertTrue(results["gradable"])
+        self.assertEqual(results["score"], 1.0)
+        self.assertEqual([(t["points"], t["max_points"]) for t in results["tests"]],
+                         [(t["max_points"], t["max_points"]) for t in results["tests"]])
+
+    def test_without_a_gpu_it_is_not_gradable_and_says_why(self) -> None:
+        folder = self.files(self.tmp / "s", {"a.cu": "x", "b.cuh": "y"})
+        results = self.run_script(folder, labs="01", gpu=False, tests="pass,gpu")
+        self.assertFalse(results["gradable"])
+        self.assertNotIn("score", results)
+        self.assertEqual(results["tests"], [])
+        self.assertIn("no usable NVIDIA GPU", results["message"])
+        self.assertIn("(exit code 4)", results["format_errors"][0])
 
 
 if __name__ == "__main__":

@@ -200,6 +200,53 @@ class GradescopeTest(unittest.TestCase):
         self.assertIn("02_beta · could not be graded", self.tests)
 
 
+class PrairieLearnTest(unittest.TestCase):
+    """The fields of PrairieLearn's external-grader results (its docs/externalGrading.md,
+    "Grading results"): score in [0, 1] when gradable; gradable false with format_errors when
+    not; tests with name, description, points, max_points, message and output."""
+
+    TEST_FIELDS = {"name", "description", "points", "max_points", "message", "output"}
+
+    def check_fields(self, data: dict) -> None:
+        self.assertLessEqual(set(data), {"gradable", "score", "message", "output", "tests",
+                                         "format_errors", "images"})
+        self.assertIsInstance(data["gradable"], bool)
+        for test in data["tests"]:
+            self.assertEqual(set(test), self.TEST_FIELDS)
+            self.assertIsInstance(test["name"], str)
+            self.assertLessEqual(test["points"], test["max_points"])
+        if data["gradable"]:
+            self.assertTrue(0.0 <= data["score"] <= 1.0)
+        else:
+            self.assertNotIn("score", data)
+            self.assertTrue(data["format_errors"])
+
+    def test_a_graded_run_has_a_fraction_and_every_test(self) -> None:
+        run = sample_run()
+        run.labs = run.labs[:1]  # only the lab that was graded
+        data = json.loads(reports.render_prairielearn(run))
+        self.check_fields(data)
+        self.assertTrue(data["gradable"])
+        self.assertAlmostEqual(data["score"], 7.5 / 14.5)
+        self.assertEqual(len(data["tests"]), 7)
+        perf = data["tests"][-1]
+        self.assertEqual((perf["points"], perf["max_points"]), (4.5, 4.5))
+        self.assertEqual(perf["description"], "title of Perf.Saxpy")
+        hidden = data["tests"][2]
+        self.assertEqual(hidden["description"], "a hidden test")
+        self.assertEqual(hidden["output"], "")
+        self.assertNotIn("Host.Hidden", json.dumps(data))
+
+    def test_a_lab_that_could_not_be_graded_makes_it_not_gradable(self) -> None:
+        data = json.loads(reports.render_prairielearn(sample_run()))
+        self.check_fields(data)
+        self.assertFalse(data["gradable"])
+        self.assertIn("binary not built", data["format_errors"][0])
+
+    def test_written_with_the_other_reports(self) -> None:
+        self.assertIn("prairielearn.json", reports.render_all(sample_run()))
+
+
 class MarkdownTest(unittest.TestCase):
     def test_summary(self) -> None:
         text = reports.render_markdown(sample_run())
@@ -218,7 +265,8 @@ class WriteTest(unittest.TestCase):
     def test_writes_every_report(self) -> None:
         paths = reports.write_reports(sample_run(), self.dir / "reports" / "student")
         self.assertEqual(sorted(p.name for p in paths),
-                         ["junit.xml", "kit-results.json", "results.json", "summary.md"])
+                         ["junit.xml", "kit-results.json", "prairielearn.json", "results.json",
+                          "summary.md"])
         self.assertEqual(sorted(p.name for p in (self.dir / "reports" / "student").iterdir()),
                          sorted(p.name for p in paths))  # no temp files left behind
         data = json.loads((self.dir / "reports" / "student" / "kit-results.json").read_text())
