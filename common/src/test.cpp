@@ -78,6 +78,8 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   RecordProperty("ratio", fixed(result.ratio.median, 3));
   RecordProperty("threshold", fixed(bar, 3));
   RecordProperty("threshold_key", threshold_key);
+  const std::string section = threshold_section(threshold_key);
+  RecordProperty("threshold_section", section);
   RecordProperty("spread", fixed(result.ratio.spread(), 3));
   RecordProperty("samples", std::to_string(result.ratio.n));
   RecordProperty("student_rate", fixed(result.student_rate * unit_scale, 1) + " " + unit);
@@ -105,7 +107,7 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
                 "on another stream, or a timer that lies?): the judge's times were used";
   EXPECT_TRUE(result.passed) << line.str() << clocks << "\nthe median ratio must be at least "
                              << fixed(bar, 2) << " (threshold '" << threshold_key
-                             << "' in " << thresholds_path() << ")";
+                             << "' in " << thresholds_path() << ", section " << section << ")";
 }
 
 }  // namespace kit

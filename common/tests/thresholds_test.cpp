@@ -39,12 +39,47 @@ TEST(Thresholds, RejectsMalformedLinesNamingFileAndLine) {
   EXPECT_EQ(error_of("a 0.5abc 0.6\n"), "t.conf:1: '0.5abc' is not a positive ratio");
 }
 
+kit::ThresholdTable table_of(const std::string& text) {
+  std::istringstream in(text);
+  return kit::parse_threshold_table(in, "t.conf");
+}
+
+TEST(Thresholds, SectionsOverrideTheKeysTheyListForTheirGpu) {
+  const auto table = table_of(
+      "a 0.6 0.9\nb 1.5 1.8\n"
+      "[NVIDIA H200]  # a GPU model: the start of the device name\na 0.5 0.8\n"
+      "[NVIDIA H200 NVL]\nb 1.2 1.3\n"
+      "[sm_89]\na 0.4 0.7\n");
+  EXPECT_EQ(table.section_for("a", "NVIDIA H200", 90), "NVIDIA H200");
+  EXPECT_EQ(table.section_for("a", "NVIDIA H200 NVL", 90), "NVIDIA H200");  // NVL lacks a
+  EXPECT_EQ(table.section_for("b", "NVIDIA H200 NVL", 90), "NVIDIA H200 NVL");  // the longest
+  EXPECT_EQ(table.section_for("b", "NVIDIA H200", 90), "");   // not listed: the default
+  EXPECT_EQ(table.section_for("a", "NVIDIA L4", 89), "sm_89");  // by compute capability
+  EXPECT_EQ(table.section_for("a", "NVIDIA H100 80GB HBM3", 90), "");
+  EXPECT_EQ(table.section_for("a", "", 0), "");  // no GPU
+  EXPECT_DOUBLE_EQ(table.sections.at("NVIDIA H200").at("a").reference, 0.8);
+  EXPECT_THROW(table.section_for("c", "NVIDIA H200", 90), kit::ConfigError);
+}
+
+TEST(Thresholds, RejectsMalformedSections) {
+  EXPECT_EQ(error_of("a 0.5 0.6\n[]\n"),
+            "t.conf:2: expected a section header '[GPU name]' or '[sm_XY]'");
+  EXPECT_EQ(error_of("a 0.5 0.6\n[X\n"),
+            "t.conf:2: expected a section header '[GPU name]' or '[sm_XY]'");
+  EXPECT_EQ(error_of("a 0.5 0.6\n[X]\n[X]\n"), "t.conf:3: section [X] appears twice");
+  EXPECT_EQ(error_of("a 0.5 0.6\n[X]\nb 0.5 0.6\n"),
+            "t.conf:3: 'b' is not a key of the default section");
+  EXPECT_EQ(error_of("a 0.5 0.6\n[X]\na 0.5 0.6\na 0.5 0.6\n"), "t.conf:4: duplicate key 'a'");
+  EXPECT_EQ(parse("a 0.5 0.6\n[X]\na 0.4 0.5\n").at("a").student, 0.5);  // the default's
+}
+
 TEST(Thresholds, TheKitsFileParsesAndEveryReferenceBarIsAtLeastTheStudentBar) {
   std::ifstream in(kit::thresholds_path());
   ASSERT_TRUE(in) << kit::thresholds_path();
-  const auto table = kit::parse_thresholds(in, kit::thresholds_path());
-  EXPECT_FALSE(table.empty());
-  for (const auto& [key, pair] : table) EXPECT_GE(pair.reference, pair.student) << key;
+  const auto table = kit::parse_threshold_table(in, kit::thresholds_path());
+  EXPECT_FALSE(table.sections.at("").empty());
+  for (const auto& [section, keys] : table.sections)
+    for (const auto& [key, pair] : keys) EXPECT_GE(pair.reference, pair.student) << section << key;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "kit/thresholds.h"
 #include "kit/timing.h"
 
 namespace kit {
@@ -25,8 +26,8 @@ inline std::string format_fixed(double value, int digits) {
   return out.str();
 }
 
-/// Records the properties PerfTest::expect_ratio_at_least records (ratio, threshold, spread,
-/// samples), so the reports show this result like any other perf result; PerfTest::SetUp has
+/// Records the properties PerfTest::expect_ratio_at_least records (ratio, threshold, its section,
+/// spread, samples), so the reports show this result like any other perf result; PerfTest::SetUp has
 /// already recorded the GPU. `student` and `ceiling` fill the reports' "X vs ceiling Y" slot.
 inline void record_sampled_ratio(const SampledRatio& result, double threshold,
                                  const std::string& threshold_key, const std::string& student,
@@ -34,6 +35,7 @@ inline void record_sampled_ratio(const SampledRatio& result, double threshold,
   ::testing::Test::RecordProperty("ratio", format_fixed(result.ratio.median, 3));
   ::testing::Test::RecordProperty("threshold", format_fixed(threshold, 3));
   ::testing::Test::RecordProperty("threshold_key", threshold_key);
+  ::testing::Test::RecordProperty("threshold_section", threshold_section(threshold_key));
   ::testing::Test::RecordProperty("spread", format_fixed(result.ratio.spread(), 3));
   ::testing::Test::RecordProperty("samples", std::to_string(result.ratio.n));
   ::testing::Test::RecordProperty("student_rate", student);

@@ -33,6 +33,8 @@ class PerfSeries:
     lab: str
     test: str
     threshold: str = ""
+    key: str = ""
+    """The threshold key the test compares against (its measurement threshold_key)."""
     ratios: list[float] = field(default_factory=list)
 
     def spread(self) -> tuple[float, float, float]:
@@ -48,6 +50,7 @@ class Study:
     """One line per verdict that was not a pass: run, lab, test, status and reason."""
     perf: dict[str, PerfSeries] = field(default_factory=dict)
     gpus: set[str] = field(default_factory=set)
+    ccs: set[str] = field(default_factory=set)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,38 +70,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_noise(args: argparse.Namespace, ctx: Any) -> int:
     out_dir: Path = args.out.absolute()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    done = len(_run_dirs(out_dir))
-    kit = ctx.root / "grader" / "kit.py"
-    while done < args.runs:
-        if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
-            ctx.stdout.write(f"noise: time budget spent after {done} of {args.runs} runs\n")
-            break
-        run_dir = out_dir / f"{RUN_PREFIX}{done + 1:02d}"
-        argv = [sys.executable, str(kit), "grade", *args.labs, "--variant", args.variant,
-                "--no-build", "--quiet", "--report-dir", str(run_dir)]
-        if args.build_dir:
-            argv += ["--build-dir", str(args.build_dir)]
-        if args.jobs:
-            argv += ["--jobs", str(args.jobs)]
-        t0 = time.monotonic()
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace", check=False)
-        if not (run_dir / "kit-results.json").is_file():
-            ctx.stderr.write(f"noise: run {done + 1} wrote no results (exit {proc.returncode}):\n"
-                             f"{proc.stdout[-2000:]}")
-            return 3
-        done += 1
-        ctx.stdout.write(f"noise: run {done}/{args.runs} exit {proc.returncode} "
-                         f"({time.monotonic() - t0:.0f} s)\n")
-        ctx.stdout.flush()
+    done = grade_runs(ctx, out_dir, args.runs, args.labs, args.variant, args.build_dir, args.jobs,
+                      args.max_seconds, "noise")
+    if done is None:
+        return 3
     study = collect(out_dir)
     (out_dir / "noise.json").write_text(json.dumps(to_json(study), indent=2) + "\n")
     text = markdown(study)
     (out_dir / "noise.md").write_text(text)
     ctx.stdout.write(text)
     return 0 if study.runs >= args.runs and not study.problems else 1
+
+
+def grade_runs(ctx: Any, out_dir: Path, runs: int, labs: list[str], variant: str,
+               build_dir: Path | None, jobs: int | None, max_seconds: float | None,
+               command: str) -> int | None:
+    """Grades until `out_dir` holds `runs` runs (run-01, run-02, ..., each a report directory;
+    runs already there count). Returns how many there are, or None when a run wrote no results
+    (the reason is on ctx.stderr)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    done = len(_run_dirs(out_dir))
+    kit = ctx.root / "grader" / "kit.py"
+    while done < runs:
+        if max_seconds is not None and time.monotonic() - start > max_seconds:
+            ctx.stdout.write(f"{command}: time budget spent after {done} of {runs} runs\n")
+            break
+        run_dir = out_dir / f"{RUN_PREFIX}{done + 1:02d}"
+        argv = [sys.executable, str(kit), "grade", *labs, "--variant", variant,
+                "--no-build", "--quiet", "--report-dir", str(run_dir)]
+        if build_dir:
+            argv += ["--build-dir", str(build_dir)]
+        if jobs:
+            argv += ["--jobs", str(jobs)]
+        t0 = time.monotonic()
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace", check=False)
+        if not (run_dir / "kit-results.json").is_file():
+            ctx.stderr.write(f"{command}: run {done + 1} wrote no results (exit "
+                             f"{proc.returncode}):\n{proc.stdout[-2000:]}")
+            return None
+        done += 1
+        ctx.stdout.write(f"{command}: run {done}/{runs} exit {proc.returncode} "
+                         f"({time.monotonic() - t0:.0f} s)\n")
+        ctx.stdout.flush()
+    return done
 
 
 def _run_dirs(out_dir: Path) -> list[Path]:
@@ -115,6 +131,7 @@ def collect(out_dir: Path) -> Study:
         device = data.get("device", {})
         if device.get("available"):
             study.gpus.add(str(device.get("name", "?")))
+            study.ccs.add(str(device.get("cc", "?")))
         for lab in data["labs"]:
             if lab.get("error"):
                 study.problems.append(f"{run_dir.name}: {lab['lab']}: not graded: {lab['error']}")
@@ -128,6 +145,7 @@ def collect(out_dir: Path) -> Study:
                     key = f"{lab['lab']} {test['id']}"
                     series = study.perf.setdefault(key, PerfSeries(lab["lab"], test["id"]))
                     series.threshold = m.get("threshold", series.threshold)
+                    series.key = m.get("threshold_key", series.key)
                     series.ratios.append(float(m["ratio"]))
         study.tests_per_run.append(count)
     return study

@@ -20,29 +20,53 @@ def thresholds_path(root: Path) -> Path:
 
 
 def load(path: Path) -> dict[str, tuple[float, float]]:
-    """key -> (student ratio, reference ratio); mirrors kit::parse_thresholds."""
-    return {key: (ratios[0], ratios[1]) for key, ratios in
-            _read(path, 2, "expected 'key student_ratio reference_ratio'").items()}
+    """The default section: key -> (student ratio, reference ratio); mirrors
+    kit::parse_thresholds."""
+    return load_sections(path)[""]
 
 
-def _read(path: Path, columns: int, usage: str) -> dict[str, list[float]]:
-    """The lines 'key ratio...' of a file (# starts a comment): key -> its `columns` ratios."""
+def load_sections(path: Path) -> dict[str, dict[str, tuple[float, float]]]:
+    """Every section, "" being the default: section -> key -> (student, reference). A line
+    `[NAME]` starts the section of a GPU model (the start of the CUDA device name) or of a compute
+    capability (`sm_90`); mirrors kit::parse_threshold_table."""
+    sections = _read(path, 2, "expected 'key student_ratio reference_ratio'", headers=True)
+    return {name: {key: (r[0], r[1]) for key, r in keys.items()}
+            for name, keys in sections.items()}
+
+
+def _read(path: Path, columns: int, usage: str,
+          headers: bool = False) -> dict[str, dict[str, list[float]]]:
+    """The lines 'key ratio...' of a file (# starts a comment), by section ("" before any
+    `[NAME]` header, the only section when `headers` is false): section -> key -> ratios."""
     try:
         text = path.read_text()
     except OSError as err:
         raise ThresholdsError(f"cannot read thresholds file {path}: {err.strerror}") from err
-    table: dict[str, list[float]] = {}
+    sections: dict[str, dict[str, list[float]]] = {"": {}}
+    current = sections[""]
     for number, line in enumerate(text.splitlines(), 1):
         where = f"{path}:{number}"
-        words = line.split("#", 1)[0].split()
-        if not words:
+        content = line.split("#", 1)[0].strip()
+        if not content:
             continue
+        if headers and content.startswith("["):
+            name = content[1:-1] if content.endswith("]") else ""
+            if not name:
+                raise ThresholdsError(
+                    f"{where}: expected a section header '[GPU name]' or '[sm_XY]'")
+            if name in sections:
+                raise ThresholdsError(f"{where}: section [{name}] appears twice")
+            current = sections[name] = {}
+            continue
+        words = content.split()
         if len(words) != columns + 1:
             raise ThresholdsError(f"{where}: {usage}")
-        if words[0] in table:
+        if words[0] in current:
             raise ThresholdsError(f"{where}: duplicate key '{words[0]}'")
-        table[words[0]] = [_ratio(word, where) for word in words[1:]]
-    return table
+        if current is not sections[""] and words[0] not in sections[""]:
+            raise ThresholdsError(f"{where}: '{words[0]}' is not a key of the default section")
+        current[words[0]] = [_ratio(word, where) for word in words[1:]]
+    return sections
 
 
 def _ratio(word: str, where: str) -> float:
@@ -63,4 +87,4 @@ reach. A result above it is flagged for review in the reports, never failed or p
 def load_plausible(path: Path) -> dict[str, float]:
     """key -> most plausible ratio; lines are 'key ratio' (# comments)."""
     return {key: ratios[0] for key, ratios in
-            _read(path, 1, "expected 'key most_plausible_ratio'").items()}
+            _read(path, 1, "expected 'key most_plausible_ratio'")[""].items()}

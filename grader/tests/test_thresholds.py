@@ -34,6 +34,21 @@ class ThresholdsFile(unittest.TestCase):
                 self.load_text(text)
             self.assertIn(message, str(caught.exception))
 
+    def test_sections_for_gpu_models_parse_as_the_graders_do(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, "t.conf")
+            path.write_text("a 0.6 0.9\nb 1 2\n[NVIDIA H200]  # a GPU\na 0.5 0.8\n[sm_89]\nb 1 1\n")
+            sections = thresholds.load_sections(path)
+            self.assertEqual(sections["NVIDIA H200"], {"a": (0.5, 0.8)})
+            self.assertEqual(sections["sm_89"], {"b": (1.0, 1.0)})
+            self.assertEqual(thresholds.load(path), {"a": (0.6, 0.9), "b": (1.0, 2.0)})
+        for text, message in [("a 1 2\n[]\n", ":2: expected a section header"),
+                              ("a 1 2\n[X]\n[X]\n", ":3: section [X] appears twice"),
+                              ("a 1 2\n[X]\nb 1 2\n", ":3: 'b' is not a key of the default")]:
+            with self.assertRaises(thresholds.ThresholdsError) as caught:
+                self.load_text(text)
+            self.assertIn(message, str(caught.exception))
+
     def test_grade_stops_with_exit_2_and_no_reports_on_a_bad_file(self):
         with tempfile.TemporaryDirectory() as tmp:
             bad = Path(tmp, "bad.conf")
