@@ -58,6 +58,8 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "ci/prairielearn/*",
     "ci/platform-grade",
     "grader/kitgrade/platforms.py",
+    "grader/kitgrade/gradescope.py",
+    "grader/tests/test_gradescope.py",
     ".ci/*",
     "grader/stubs/*",
     "grader/edition.json",
