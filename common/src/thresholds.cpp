@@ -60,14 +60,21 @@ ThresholdTable parse_threshold_table(std::istream& in, const std::string& source
       continue;
     }
     std::istringstream words(line);
-    std::string key, student, reference, extra;
+    std::string key, student, reference, floor, extra;
     words >> key;
-    if (!(words >> student >> reference) || (words >> extra))
-      throw ConfigError(where + ": expected 'key student_ratio reference_ratio'");
+    if (!(words >> student >> reference) || ((words >> floor) && (words >> extra)))
+      throw ConfigError(where + ": expected 'key student_ratio reference_ratio [floor_ratio]'");
     if (current->count(key)) throw ConfigError(where + ": duplicate key '" + key + "'");
     if (!section.empty() && table.sections[""].count(key) == 0)
       throw ConfigError(where + ": '" + key + "' is not a key of the default section");
-    (*current)[key] = {parse_ratio(student, where), parse_ratio(reference, where)};
+    ThresholdPair pair{parse_ratio(student, where), parse_ratio(reference, where)};
+    if (!floor.empty()) {
+      pair.floor = parse_ratio(floor, where);
+      if (pair.floor >= pair.student)
+        throw ConfigError(where + ": the floor " + floor + " must be below the student bar " +
+                          student);
+    }
+    (*current)[key] = pair;
   }
   return table;
 }

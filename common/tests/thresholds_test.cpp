@@ -31,10 +31,12 @@ TEST(Thresholds, ParsesKeysCommentsAndBlankLines) {
 }
 
 TEST(Thresholds, RejectsMalformedLinesNamingFileAndLine) {
-  EXPECT_EQ(error_of("a 0.5\n"), "t.conf:1: expected 'key student_ratio reference_ratio'");
+  EXPECT_EQ(error_of("a 0.5\n"), "t.conf:1: expected 'key student_ratio reference_ratio [floor_ratio]'");
   EXPECT_EQ(error_of("\na 0.5 x\n"), "t.conf:2: 'x' is not a positive ratio");
   EXPECT_EQ(error_of("a 0.5 -1\n"), "t.conf:1: '-1' is not a positive ratio");
-  EXPECT_EQ(error_of("a 0.5 0.6 0.7\n"), "t.conf:1: expected 'key student_ratio reference_ratio'");
+  EXPECT_EQ(error_of("a 0.5 0.6 0.7 0.8\n"),
+            "t.conf:1: expected 'key student_ratio reference_ratio [floor_ratio]'");
+  EXPECT_EQ(error_of("a 0.5 0.6 0.5\n"), "t.conf:1: the floor 0.5 must be below the student bar 0.5");
   EXPECT_EQ(error_of("a 0.5 0.6\na 0.5 0.6\n"), "t.conf:2: duplicate key 'a'");
   EXPECT_EQ(error_of("a 0.5abc 0.6\n"), "t.conf:1: '0.5abc' is not a positive ratio");
 }
@@ -59,6 +61,12 @@ TEST(Thresholds, SectionsOverrideTheKeysTheyListForTheirGpu) {
   EXPECT_EQ(table.section_for("a", "", 0), "");  // no GPU
   EXPECT_DOUBLE_EQ(table.sections.at("NVIDIA H200").at("a").reference, 0.8);
   EXPECT_THROW(table.section_for("c", "NVIDIA H200", 90), kit::ConfigError);
+}
+
+TEST(Thresholds, AFourthColumnIsTheFloorOfGradedSpeed) {
+  const auto table = parse("a 0.6 0.9 0.3\nb 1.5 1.8\n");
+  EXPECT_DOUBLE_EQ(table.at("a").floor, 0.3);
+  EXPECT_DOUBLE_EQ(table.at("b").floor, 0.0);  // all or nothing
 }
 
 TEST(Thresholds, RejectsMalformedSections) {

@@ -309,7 +309,8 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
 )
 
 
-INSTRUCTOR_MODULES = ("batch", "noise", "calibrate", "release", "gradescope", "new_lab")
+INSTRUCTOR_MODULES = ("batch", "noise", "calibrate", "leaderboard", "release", "gradescope",
+                      "new_lab")
 """Modules of the instructor-only commands. A student edition (kit.py release) leaves their files
 out, and the command line then simply does not have them."""
 

@@ -58,6 +58,9 @@ class TestResult:
 
     def __post_init__(self) -> None:
         self.score = self.points if self.status is Status.PASSED else 0
+        if self.status is Status.FAILED and "graded_score" in self.measurements:
+            # A perf test graded on a scale (runner.graded_speed): part of its points.
+            self.score = min(self.points, max(0.0, float(self.measurements["graded_score"])))
 
     def lacked_device(self, gpu_available: bool) -> bool:
         """Not run only because the machine has no GPU: excused unless --require-gpu.

@@ -59,6 +59,8 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "ci/platform-grade",
     "grader/kitgrade/platforms.py",
     "grader/kitgrade/gradescope.py",
+    "grader/kitgrade/leaderboard.py",
+    "grader/tests/test_leaderboard.py",
     "grader/tests/test_gradescope.py",
     ".ci/*",
     "grader/stubs/*",

@@ -247,7 +247,29 @@ def render_gradescope(run: RunResult) -> str:
     summary = "\n".join([run_header(run), *notes, total_line(run)])
     document = {"score": run.score, "max_score": run.max_score, "output": summary,
                 "visibility": "visible", "tests": tests}
+    board = leaderboard_entries(run)
+    if board:
+        document["leaderboard"] = board
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def leaderboard_entries(run: RunResult) -> list[dict]:
+    """Gradescope's leaderboard field: each perf ratio, higher is better, of a lab whose
+    correctness tests all passed (a fast wrong answer does not rank)."""
+    board = []
+    for lab in run.labs:
+        tests = lab.tests
+        if lab.error is not None or any(t.kind != "perf" and t.status is not Status.PASSED
+                                        for t in tests):
+            continue
+        for t in tests:
+            key, ratio = t.measurements.get("threshold_key"), t.measurements.get("ratio")
+            if t.kind == "perf" and key and ratio:
+                try:
+                    board.append({"name": key, "value": round(float(ratio), 3), "order": "desc"})
+                except ValueError:
+                    continue
+    return board
 
 
 # ---------------------------------------------------------------- PrairieLearn

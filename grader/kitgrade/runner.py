@@ -270,6 +270,8 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
 
     result.tests = [by_id[s.id] for s in specs]
     result.notes += review_flags(result.tests)
+    if options.variant == "student":
+        graded_speed(result.tests)
     return result
 
 
@@ -298,6 +300,41 @@ def review_flags(tests: Sequence[TestResult], path: Path = PLAUSIBLE_PATH) -> li
             test.measurements["review"] = note
             notes.append(note)
     return notes
+
+
+THRESHOLDS_ROOT = Path(__file__).resolve().parents[2]
+
+
+def graded_speed(tests: Sequence[TestResult], path: Path | None = None) -> None:
+    """Perf tests of keys graded on a scale (a floor in grader/thresholds.conf) that missed the
+    student bar earn points in proportion to how far their ratio got from the floor to the bar:
+    points * (ratio - floor) / (bar - floor), none at or below the floor. The test stays failed;
+    its measurements `graded_score` and `graded` and its reason say what it earned. The ratio,
+    bar and section are the judge's measurements."""
+    try:
+        by_section = thresholds.floors(path or thresholds.thresholds_path(THRESHOLDS_ROOT))
+    except thresholds.ThresholdsError:
+        return  # grading stopped on a bad file before any test ran (cli.check_thresholds)
+    for test in tests:
+        m = test.measurements
+        if test.kind != "perf" or test.status is not Status.FAILED:
+            continue
+        section = "" if m.get("threshold_section", "default") == "default" else m["threshold_section"]
+        floor = by_section.get(section, {}).get(m.get("threshold_key", ""))
+        if floor is None and section:
+            floor = by_section.get("", {}).get(m.get("threshold_key", ""))
+        try:
+            ratio, bar = float(m["ratio"]), float(m["threshold"])
+        except (KeyError, ValueError):
+            continue
+        if floor is None or bar <= floor:
+            continue
+        earned = round(test.points * min(1.0, max(0.0, (ratio - floor) / (bar - floor))), 2)
+        m["graded_score"] = f"{earned:g}"
+        m["graded"] = (f"graded speed: {earned:g} of {test.points:g} points (ratio {ratio:g} "
+                       f"between the floor {floor:g}, no points, and the bar {bar:g}, all)")
+        test.reason = f"{test.reason}; {m['graded']}" if test.reason else m["graded"]
+        test.score = earned
 
 
 def _result(lab: Lab, spec: protocol.TestSpec, outcome: protocol.Outcome) -> TestResult:

@@ -29,13 +29,30 @@ def load_sections(path: Path) -> dict[str, dict[str, tuple[float, float]]]:
     """Every section, "" being the default: section -> key -> (student, reference). A line
     `[NAME]` starts the section of a GPU model (the start of the CUDA device name) or of a compute
     capability (`sm_90`); mirrors kit::parse_threshold_table."""
-    sections = _read(path, 2, "expected 'key student_ratio reference_ratio'", headers=True)
     return {name: {key: (r[0], r[1]) for key, r in keys.items()}
-            for name, keys in sections.items()}
+            for name, keys in _bars(path).items()}
 
 
-def _read(path: Path, columns: int, usage: str,
-          headers: bool = False) -> dict[str, dict[str, list[float]]]:
+def floors(path: Path) -> dict[str, dict[str, float]]:
+    """The keys graded on a scale (a fourth column, `key student reference floor`), by section:
+    section -> key -> floor, the ratio under which a student's perf test earns nothing."""
+    return {name: {key: r[2] for key, r in keys.items() if len(r) == 3}
+            for name, keys in _bars(path).items()}
+
+
+def _bars(path: Path) -> dict[str, dict[str, list[float]]]:
+    sections = _read(path, 2, "expected 'key student_ratio reference_ratio [floor_ratio]'",
+                     headers=True, optional=1)
+    for name, keys in sections.items():
+        for key, ratios in keys.items():
+            if len(ratios) == 3 and ratios[2] >= ratios[0]:
+                raise ThresholdsError(f"{path}: [{name or 'default'}] {key}: the floor "
+                                      f"{ratios[2]:g} must be below the student bar {ratios[0]:g}")
+    return sections
+
+
+def _read(path: Path, columns: int, usage: str, headers: bool = False,
+          optional: int = 0) -> dict[str, dict[str, list[float]]]:
     """The lines 'key ratio...' of a file (# starts a comment), by section ("" before any
     `[NAME]` header, the only section when `headers` is false): section -> key -> ratios."""
     try:
@@ -59,7 +76,7 @@ def _read(path: Path, columns: int, usage: str,
             current = sections[name] = {}
             continue
         words = content.split()
-        if len(words) != columns + 1:
+        if not columns + 1 <= len(words) <= columns + 1 + optional:
             raise ThresholdsError(f"{where}: {usage}")
         if words[0] in current:
             raise ThresholdsError(f"{where}: duplicate key '{words[0]}'")

@@ -49,6 +49,33 @@ class ThresholdsFile(unittest.TestCase):
                 self.load_text(text)
             self.assertIn(message, str(caught.exception))
 
+    def test_graded_speed_gives_points_between_the_floor_and_the_bar(self):
+        from kitgrade import runner
+        from kitgrade.model import Status, TestResult
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, "t.conf")
+            path.write_text("a 0.6 0.9 0.2\nb 1.5 1.8\n[NVIDIA H200]\na 0.5 0.8 0.3\n")
+            self.assertEqual(thresholds.floors(path), {"": {"a": 0.2}, "NVIDIA H200": {"a": 0.3}})
+
+            def perf(ratio, key="a", section="default", status=Status.FAILED, bar="0.600"):
+                return TestResult(lab="l", step="s.perf", id=f"P.{key}{ratio}", title="t",
+                                  kind="perf", points=10, status=status, reason="below the bar",
+                                  measurements={"ratio": ratio, "threshold": bar,
+                                                "threshold_key": key,
+                                                "threshold_section": section})
+            tests = [perf("0.400"), perf("0.100"), perf("0.700", status=Status.PASSED),
+                     perf("1.000", key="b", bar="1.500"), perf("0.400", section="NVIDIA H200",
+                                                                bar="0.500")]
+            runner.graded_speed(tests, path)
+            self.assertEqual([t.score for t in tests], [5.0, 0, 10, 0, 5.0])
+            self.assertIn("graded speed: 5 of 10 points (ratio 0.4 between the floor 0.2",
+                          tests[0].reason)
+            self.assertNotIn("graded_score", tests[3].measurements)  # b: all or nothing
+            again = TestResult.from_dict(tests[0].to_dict())
+            self.assertEqual(again.score, 5.0)  # survives kit-results.json
+        with self.assertRaises(thresholds.ThresholdsError):
+            self.load_text("a 0.6 0.9 0.6\n")
+
     def test_grade_stops_with_exit_2_and_no_reports_on_a_bad_file(self):
         with tempfile.TemporaryDirectory() as tmp:
             bad = Path(tmp, "bad.conf")

@@ -20,10 +20,13 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The two ratios stored for one key.
+/// The ratios stored for one key: the student bar, the reference bar, and, for a key whose
+/// perf points are graded on a scale (`key student reference floor`), the ratio under which a
+/// student gets none (the runner gives points in proportion between the floor and the bar).
 struct ThresholdPair {
   double student = 0;
   double reference = 0;
+  double floor = 0;  ///< 0: all or nothing
 };
 
 /// A thresholds file by section. Lines before any header are the default section (""); a line
@@ -40,9 +43,9 @@ struct ThresholdTable {
   std::string section_for(const std::string& key, const std::string& device, int cc) const;
 };
 
-/// Parses `key student reference` lines and `[NAME]` headers; '#' starts a comment. Throws
+/// Parses `key student reference [floor]` lines and `[NAME]` headers; '#' starts a comment. Throws
 /// ConfigError naming `source` and the line for anything else (a missing or non-numeric ratio, a
-/// ratio <= 0, a duplicate key in a section, an empty or repeated header, a key in a GPU section
+/// ratio <= 0, a floor not below the student bar, a duplicate key in a section, an empty or repeated header, a key in a GPU section
 /// that the default section lacks).
 ThresholdTable parse_threshold_table(std::istream& in, const std::string& source);
 
