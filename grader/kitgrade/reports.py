@@ -44,7 +44,9 @@ def measurement_text(test: TestResult) -> str:
     m = test.measurements
     parts = []
     if "ratio" in m:
-        parts.append(f"ratio {m['ratio']}" + (f" (threshold {m['threshold']})" if "threshold" in m else ""))
+        section = m.get("threshold_section", "default")
+        bar = f"threshold {m['threshold']}" + ("" if section == "default" else f", [{section}]")
+        parts.append(f"ratio {m['ratio']}" + (f" ({bar})" if "threshold" in m else ""))
     rates = [m.get(f"{who}_rate") or (f"{m[f'{who}_gbps']} GB/s" if f"{who}_gbps" in m else None)
              for who in ("student", "ceiling")]
     if rates[0]:

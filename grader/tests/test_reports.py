@@ -200,6 +200,16 @@ class GradescopeTest(unittest.TestCase):
         self.assertIn("02_beta · could not be graded", self.tests)
 
 
+class ThresholdSectionTest(unittest.TestCase):
+    def test_a_bar_from_a_gpu_section_is_named_next_to_it(self) -> None:
+        test = TestResult(lab="l", step="s.perf", id="P", title="t", kind="perf", points=1,
+                          status=Status.PASSED, measurements={"ratio": "0.86", "threshold": "0.835",
+                                                              "threshold_section": "NVIDIA H200"})
+        self.assertEqual(reports.measurement_text(test), "ratio 0.86 (threshold 0.835, [NVIDIA H200])")
+        test.measurements["threshold_section"] = "default"
+        self.assertEqual(reports.measurement_text(test), "ratio 0.86 (threshold 0.835)")
+
+
 class PrairieLearnTest(unittest.TestCase):
     """The fields of PrairieLearn's external-grader results (its docs/externalGrading.md,
     "Grading results"): score in [0, 1] when gradable; gradable false with format_errors when
