@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <stdexcept>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,32 @@ inline void expect_rejected(const InvalidConfig& c) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << "validate_launch rejected " << config << " with a different exception ("
                   << e.what() << "); throw std::invalid_argument";
+  }
+}
+
+// The grader's own rule: a launch is valid when no dimension is 0, the block holds at most
+// kMaxThreadsPerBlock threads, and each dimension is within its limit.
+inline bool valid_launch(dim3 grid, dim3 block) {
+  const unsigned b[3] = {block.x, block.y, block.z}, g[3] = {grid.x, grid.y, grid.z};
+  if (1ull * block.x * block.y * block.z > lab02::kMaxThreadsPerBlock) return false;
+  for (int axis = 0; axis < 3; ++axis)
+    if (b[axis] == 0 || g[axis] == 0 || b[axis] > lab02::kMaxBlockDim[axis] ||
+        g[axis] > lab02::kMaxGridDim[axis])
+      return false;
+  return true;
+}
+
+// One dimension drawn for a random launch: often at a limit or next to it, sometimes 0, small,
+// or anywhere up to twice the limit.
+template <class Rng>
+unsigned random_dimension(Rng& rng, unsigned limit) {
+  const long long l = limit;
+  switch (rng.uniform_int(0, 5)) {
+    case 0: return static_cast<unsigned>(rng.uniform_int(l - 2, std::min(l + 2, 4294967295ll)));
+    case 1: return static_cast<unsigned>(rng.uniform_int(1, 8));
+    case 2: return rng.uniform_int(0, 9) == 0 ? 0u : 1u;
+    case 3: return static_cast<unsigned>(rng.uniform_int(1, std::min(2 * l, 4294967295ll)));
+    default: return static_cast<unsigned>(rng.uniform_int(1, std::min(l, 64ll)));
   }
 }
 

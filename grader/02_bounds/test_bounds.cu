@@ -192,6 +192,39 @@ KIT_TEST(BoundsHost, ValidateRejectsEachBrokenLimit, "bounds.4", host, 4,
   for (const InvalidConfig& c : kInvalidConfigs) expect_rejected(c);
 }
 
+// Launches drawn from the seed, most of them at or next to a limit, checked against the grader's
+// own rule: a validate_launch right only on the listed launches (a table of them) fails here.
+KIT_TEST(BoundsHost, ValidateAgreesWithTheLimitsOnLaunchesFromTheSeed, "bounds.4", host, 2,
+         "validate_launch accepts exactly the valid launches among 2000 drawn from the seed, "
+         "most at a limit, one below or one above") {
+  auto rng = kit::test_random();
+  int wrong = 0;
+  for (int i = 0; i < 2000 && wrong < 3; ++i) {
+    dim3 grid(1, 1, 1), block(1, 1, 1);
+    unsigned* dims[6] = {&grid.x, &grid.y, &grid.z, &block.x, &block.y, &block.z};
+    const unsigned limits[6] = {lab02::kMaxGridDim[0],  lab02::kMaxGridDim[1],
+                                lab02::kMaxGridDim[2],  lab02::kMaxBlockDim[0],
+                                lab02::kMaxBlockDim[1], lab02::kMaxBlockDim[2]};
+    for (int d = 0; d < 6; ++d)  // most launches vary one or two dimensions, the rest stay 1
+      if (rng.uniform_int(0, 2) == 0) *dims[d] = lab02_grader::random_dimension(rng, limits[d]);
+    const bool valid = lab02_grader::valid_launch(grid, block);
+    std::string got = "accepted it";
+    try {
+      lab02::validate_launch(grid, block);
+    } catch (const std::invalid_argument&) {
+      got = "threw std::invalid_argument";
+    } catch (const std::exception& e) {
+      got = std::string("threw another exception (") + e.what() + ")";
+    }
+    if (got == (valid ? "accepted it" : "threw std::invalid_argument")) continue;
+    ++wrong;
+    ADD_FAILURE() << "launch " << i << " drawn from the seed: "
+                  << lab02_grader::describe_config(grid, block) << " is "
+                  << (valid ? "valid" : "invalid") << ", and validate_launch " << got
+                  << "\n" << kit::seed_note();
+  }
+}
+
 class LaunchConfig : public kit::GpuTest {};
 
 KIT_TEST(LaunchConfig, InvalidConfigurationThrowsBeforeLaunching, "bounds.4", gpu, 2,
