@@ -125,6 +125,15 @@ KIT_TEST(IndexingHost, FlattenIsRowMajor, "indexing.2", host, 2,
   EXPECT_EQ(lab01::flatten_2d(1, 0, 7), 7u) << "row 1 starts after one row of 7 columns";
   EXPECT_EQ(lab01::flatten_2d(3, 2, 5), 17u);
   EXPECT_EQ(lab01::flatten_2d(70000, 5, 70000), 70000ull * 70000ull + 5) << "must not overflow 32 bits";
+  auto rng = kit::test_random();  // and cases drawn from the seed, large ones included
+  for (int i = 0; i < 1000; ++i) {
+    const auto cols = static_cast<unsigned>(rng.uniform_int(1, i % 2 ? 100 : 1 << 20));
+    const auto row = static_cast<unsigned>(rng.uniform_int(0, i % 2 ? 100 : 1 << 20));
+    const auto col = static_cast<unsigned>(rng.uniform_int(0, cols - 1));
+    ASSERT_EQ(lab01::flatten_2d(row, col, cols), std::size_t(row) * cols + col)
+        << "flatten_2d(" << row << ", " << col << ", " << cols << "), drawn from the seed\n"
+        << kit::seed_note();
+  }
 }
 
 KIT_TEST(IndexingHost, GridSize2dPutsColumnsOnX, "indexing.2", host, 2,
@@ -135,6 +144,19 @@ KIT_TEST(IndexingHost, GridSize2dPutsColumnsOnX, "indexing.2", host, 2,
   EXPECT_EQ(g.z, 1u);
   const dim3 h = lab01::grid_size_2d(1, 1, dim3(32, 8));
   EXPECT_EQ(h.x * h.y * h.z, 1u) << "a 1 x 1 matrix needs one block";
+  auto rng = kit::test_random();  // and cases drawn from the seed
+  for (int i = 0; i < 500; ++i) {
+    const auto rows = static_cast<unsigned>(rng.uniform_int(1, 1 << 16));
+    const auto cols = static_cast<unsigned>(rng.uniform_int(1, 1 << 16));
+    const dim3 block(static_cast<unsigned>(rng.uniform_int(1, 64)),
+                     static_cast<unsigned>(rng.uniform_int(1, 16)));
+    const dim3 g = lab01::grid_size_2d(rows, cols, block);
+    ASSERT_TRUE(g.x == (cols + block.x - 1) / block.x && g.y == (rows + block.y - 1) / block.y &&
+                g.z == 1)
+        << "grid_size_2d(" << rows << " rows, " << cols << " columns, block (" << block.x << ","
+        << block.y << ")) gave (" << g.x << "," << g.y << "," << g.z << "), drawn from the seed\n"
+        << kit::seed_note();
+  }
 }
 
 struct Shape2 {
@@ -183,6 +205,17 @@ KIT_TEST(IndexingHost, Flatten3dStacksPlanes, "indexing.3", host, 2,
   EXPECT_EQ(lab01::flatten_3d(1, 0, 0, 3, 5), 15u) << "one plane of 3 x 5 precedes plane 1";
   EXPECT_EQ(lab01::flatten_3d(2, 1, 3, 3, 5), 38u);
   EXPECT_EQ(lab01::flatten_3d(2000, 0, 0, 2000, 2000), 8000000000ull) << "must not overflow 32 bits";
+  auto rng = kit::test_random();  // and cases drawn from the seed
+  for (int i = 0; i < 1000; ++i) {
+    const auto rows = static_cast<unsigned>(rng.uniform_int(1, 3000));
+    const auto cols = static_cast<unsigned>(rng.uniform_int(1, 3000));
+    const auto z = static_cast<unsigned>(rng.uniform_int(0, 3000));
+    const auto y = static_cast<unsigned>(rng.uniform_int(0, rows - 1));
+    const auto x = static_cast<unsigned>(rng.uniform_int(0, cols - 1));
+    ASSERT_EQ(lab01::flatten_3d(z, y, x, rows, cols), (std::size_t(z) * rows + y) * cols + x)
+        << "flatten_3d(" << z << ", " << y << ", " << x << ", " << rows << ", " << cols
+        << "), drawn from the seed\n" << kit::seed_note();
+  }
 }
 
 KIT_TEST(IndexingHost, GridSize3dRoundsUpEachAxis, "indexing.3", host, 1,
@@ -191,6 +224,21 @@ KIT_TEST(IndexingHost, GridSize3dRoundsUpEachAxis, "indexing.3", host, 1,
   EXPECT_EQ(g.x, 3u) << "65 columns, blocks 32 wide";
   EXPECT_EQ(g.y, 5u) << "17 rows, blocks 4 tall";
   EXPECT_EQ(g.z, 5u) << "9 planes, blocks 2 deep";
+  auto rng = kit::test_random();  // and cases drawn from the seed
+  for (int i = 0; i < 500; ++i) {
+    const auto depth = static_cast<unsigned>(rng.uniform_int(1, 4096));
+    const auto rows = static_cast<unsigned>(rng.uniform_int(1, 4096));
+    const auto cols = static_cast<unsigned>(rng.uniform_int(1, 4096));
+    const dim3 b(static_cast<unsigned>(rng.uniform_int(1, 64)),
+                 static_cast<unsigned>(rng.uniform_int(1, 16)),
+                 static_cast<unsigned>(rng.uniform_int(1, 4)));
+    const dim3 h = lab01::grid_size_3d(depth, rows, cols, b);
+    ASSERT_TRUE(h.x == (cols + b.x - 1) / b.x && h.y == (rows + b.y - 1) / b.y &&
+                h.z == (depth + b.z - 1) / b.z)
+        << "grid_size_3d(" << depth << " planes, " << rows << " rows, " << cols
+        << " columns, block (" << b.x << "," << b.y << "," << b.z << ")) gave (" << h.x << ","
+        << h.y << "," << h.z << "), drawn from the seed\n" << kit::seed_note();
+  }
 }
 
 struct Shape3 {
@@ -265,6 +313,22 @@ KIT_TEST(IndexingHost, WarpAndLaneCutTheLinearOrderIn32s, "indexing.4", host, 2,
   EXPECT_EQ(lab01::warp_index(make_uint3(99, 0, 0), dim3(100, 1, 1)), 3u)
       << "a block of 100 has a fourth, partial warp";
   EXPECT_EQ(lab01::lane_index(make_uint3(99, 0, 0), dim3(100, 1, 1)), 3u);
+  auto rng = kit::test_random();  // and threads of blocks drawn from the seed
+  for (int i = 0; i < 1000; ++i) {
+    const dim3 b(static_cast<unsigned>(rng.uniform_int(1, 64)),
+                 static_cast<unsigned>(rng.uniform_int(1, 16)),
+                 static_cast<unsigned>(rng.uniform_int(1, 4)));
+    const uint3 t = make_uint3(static_cast<unsigned>(rng.uniform_int(0, b.x - 1)),
+                               static_cast<unsigned>(rng.uniform_int(0, b.y - 1)),
+                               static_cast<unsigned>(rng.uniform_int(0, b.z - 1)));
+    const unsigned linear = t.x + t.y * b.x + t.z * b.x * b.y;
+    const unsigned warp = lab01::warp_index(t, b), lane = lab01::lane_index(t, b);
+    ASSERT_TRUE(warp == linear / 32 && lane == linear % 32)
+        << "thread (" << t.x << "," << t.y << "," << t.z << ") of a (" << b.x << "," << b.y << ","
+        << b.z << ") block is thread " << linear << " in x-fastest order: warp " << linear / 32
+        << ", lane " << linear % 32 << "; you said warp " << warp << ", lane " << lane
+        << " (drawn from the seed)\n" << kit::seed_note();
+  }
 }
 
 // Records, for every thread of one block, what the hardware did: its lane register, and (through
