@@ -179,8 +179,10 @@ KIT_TEST(CoalescingHost, AosLayoutDecodesFieldAndParticle, "coalescing.1", host,
 }
 
 KIT_TEST(CoalescingHost, AosToSoaCopiesEveryFloatOnce, "coalescing.1", host, 2,
-         "aos_to_soa_source gives each of the 4n floats exactly one thread (n = 1, 33, 1000, 4097)") {
-  for (unsigned n : {1u, 33u, 1000u, 4097u}) {
+         "aos_to_soa_source gives each of the 4n floats exactly one thread (n = 1, 33, 1000, 4097 "
+         "and one n drawn from the seed)") {
+  auto rng = kit::test_random();
+  for (unsigned n : {1u, 33u, 1000u, 4097u, static_cast<unsigned>(rng.uniform_int(2, 5000))}) {
     const kit::Launch launch = lab03::aos_to_soa_config(n);
     const std::size_t floats = std::size_t(lab03::kParticleFields) * n;
     std::vector<int> copies(floats, 0);
@@ -196,7 +198,8 @@ KIT_TEST(CoalescingHost, AosToSoaCopiesEveryFloatOnce, "coalescing.1", host, 2,
         << "n = " << n << " particles (" << floats << " floats, " << launch.grid.x << " blocks of "
         << launch.block.x << "): " << missing << " floats copied by no thread, " << twice
         << " by several; first uncopied float: "
-        << (std::find(copies.begin(), copies.end(), 0) - copies.begin());
+        << (std::find(copies.begin(), copies.end(), 0) - copies.begin()) << "\n"
+        << kit::seed_note();
   }
 }
 

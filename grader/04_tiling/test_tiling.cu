@@ -265,6 +265,23 @@ KIT_TEST(TilingHost, TileElementsFollowThePhase, "tiling.1", host, 2,
   EXPECT_TRUE(a1.row == a0.row && a1.col == a0.col + 1 && b1.row == b0.row && b1.col == b0.col + 1)
       << "threads tx and tx + 1 should copy neighbouring elements of the same row, so that a warp "
          "reads 32 neighbouring floats";
+  auto rng = kit::test_random();  // and cases drawn from the seed
+  for (int i = 0; i < 1000; ++i) {
+    const auto tile = static_cast<unsigned>(rng.uniform_int(1, 64));
+    const auto p = static_cast<unsigned>(rng.uniform_int(0, 4096));
+    const auto ty = static_cast<unsigned>(rng.uniform_int(0, tile - 1));
+    const auto tx = static_cast<unsigned>(rng.uniform_int(0, tile - 1));
+    const auto origin = static_cast<unsigned>(rng.uniform_int(0, 1 << 16));
+    const MatIndex ga = lab04::a_tile_element(origin, p, ty, tx, tile);
+    const MatIndex gb = lab04::b_tile_element(origin, p, ty, tx, tile);
+    ASSERT_TRUE(ga.row == origin + ty && ga.col == p * tile + tx && gb.row == p * tile + ty &&
+                gb.col == origin + tx)
+        << "origin " << origin << ", phase " << p << ", thread (ty " << ty << ", tx " << tx
+        << "), tile " << tile << ": expected A(" << origin + ty << ", " << p * tile + tx
+        << ") and B(" << p * tile + ty << ", " << origin + tx << "), got A(" << ga.row << ", "
+        << ga.col << ") and B(" << gb.row << ", " << gb.col << "), drawn from the seed\n"
+        << kit::seed_note();
+  }
 }
 
 KIT_TEST(TilingHost, LoadOrZeroPadsOutsideTheMatrix, "tiling.1", host, 2,

@@ -42,6 +42,8 @@ std::vector<unsigned> mapping_sizes() {
   for (unsigned n : {1000u, 1001u, 4095u, 4096u, 4097u, 65535u, 65536u, 65537u, (1u << 20) + 7,
                      (1u << 20) + 32, 3u << 20})
     sizes.push_back(n);
+  auto rng = kit::test_random();  // and two sizes drawn from the seed, different in every run
+  for (int i = 0; i < 2; ++i) sizes.push_back(static_cast<unsigned>(rng.uniform_int(301, 1 << 20)));
   return sizes;
 }
 
