@@ -85,6 +85,17 @@ inline CUdeviceptr map(CUmemGenericAllocationHandle handle, std::size_t size) {
   return va;
 }
 
+/// map(), except that when it fails `handle` is released before the error goes on: for a caller
+/// that would own nothing then.
+inline CUdeviceptr map_or_release(CUmemGenericAllocationHandle handle, std::size_t size) {
+  try {
+    return map(handle, size);
+  } catch (...) {
+    driver().release(handle);
+    throw;
+  }
+}
+
 /// Undoes map().
 inline void unmap(CUdeviceptr va, std::size_t size) noexcept {
   const Driver& d = driver();

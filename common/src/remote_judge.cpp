@@ -90,13 +90,7 @@ void* shareable_allocate(std::size_t bytes) {
                           " bytes");
     vmm::check(r, "cuMemCreate");
   }
-  CUdeviceptr va = 0;
-  try {
-    va = vmm::map(handle, size);
-  } catch (...) {
-    d.release(handle);
-    throw;
-  }
+  const CUdeviceptr va = vmm::map_or_release(handle, size);
   allocations().emplace(va, Allocation{next_id++, size, handle});
   // Fresh driver memory reads as zeros, and the allocation is rounded up to the driver's
   // granularity (2 MiB), so a kernel reading past the end of an input would read zeros where

@@ -372,13 +372,7 @@ void map_call(Reader& r, Writer&) {
                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(w.received[i])),
                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                "cuMemImportFromShareableHandle");
-    CUdeviceptr va = 0;
-    try {
-      va = vmm::map(handle, size);
-    } catch (...) {
-      d.release(handle);
-      throw;
-    }
+    const CUdeviceptr va = vmm::map_or_release(handle, size);
     d.release(handle);  // the mapping keeps the memory
     w.mapped.emplace(id, Mapping{va, size});
   }

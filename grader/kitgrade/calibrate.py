@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,10 +100,8 @@ def table(rows: list[Row], device: str, runs: int) -> str:
     lines = [f"calibrate: {device}, {runs} runs of the reference", "",
              f"{'key':38} {'min':>6} {'median':>6} {'max':>6}  {'in use':>13}  {'proposed':>13}"]
     for r in rows:
-        ordered = sorted(r.ratios)
-        median = ordered[len(ordered) // 2] if len(ordered) % 2 else \
-            (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-        lines.append(f"{r.key[:38]:38} {r.low:6.3f} {median:6.3f} {max(r.ratios):6.3f}  "
+        lines.append(f"{r.key[:38]:38} {r.low:6.3f} {statistics.median(r.ratios):6.3f} "
+                     f"{max(r.ratios):6.3f}  "
                      f"{r.in_use[0]:6.3f} {r.in_use[1]:6.3f}  "
                      f"{r.proposed[0]:6.3f} {r.proposed[1]:6.3f}"
                      + ("" if r.holds else "  (in use fails here)"))
