@@ -26,6 +26,32 @@ Summary summarize(const std::vector<double>& values) {
   return s;
 }
 
+MedianInterval median_interval(std::vector<double> values, double confidence) {
+  MedianInterval result;
+  const std::size_t n = values.size();
+  if (n == 0) return result;
+  std::sort(values.begin(), values.end());
+  // P(B <= j) for B ~ Binomial(n, 1/2), term by term in logs so that large n does not underflow.
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  const double log_n_fact = std::lgamma(static_cast<double>(n) + 1.0);
+  double below = 0.0;  // P(B <= k - 1)
+  for (std::size_t k = 1; 2 * k <= n + 1; ++k) {
+    const double j = static_cast<double>(k - 1);
+    below += std::exp(log_n_fact - std::lgamma(j + 1.0) -
+                      std::lgamma(static_cast<double>(n) - j + 1.0) + log_half_n);
+    const double coverage = 1.0 - 2.0 * below;
+    if (coverage < confidence) break;
+    result.lo_rank = k;
+    result.hi_rank = n + 1 - k;
+    result.coverage = coverage;
+  }
+  if (result.bounded()) {
+    result.lo = values[result.lo_rank - 1];
+    result.hi = values[result.hi_rank - 1];
+  }
+  return result;
+}
+
 Decision decide(const Summary& ratios, double threshold, double max_spread) {
   if (ratios.q1 >= threshold) return Decision::pass;
   if (ratios.q3 < threshold) return Decision::fail;

@@ -82,6 +82,9 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   RecordProperty("threshold_section", section);
   RecordProperty("spread", fixed(result.ratio.spread(), 3));
   RecordProperty("samples", std::to_string(result.ratio.n));
+  RecordProperty("batches", std::to_string(result.batches));
+  RecordProperty("pairs", std::to_string(result.pairs));
+  RecordProperty("stopped", result.stopped);
   RecordProperty("student_rate", fixed(result.student_rate * unit_scale, 1) + " " + unit);
   RecordProperty("ceiling_rate", fixed(result.ceiling_rate * unit_scale, 1) + " " + unit);
   if (result.timing_mismatches > 0) {
@@ -96,7 +99,7 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   line << student.name << ": " << fixed(result.student_rate * unit_scale, 1) << " " << unit
        << " vs " << ceiling.name << " " << fixed(result.ceiling_rate * unit_scale, 1) << " " << unit
        << " -> ratio " << fixed(result.ratio.median, 3) << " (quartiles " << fixed(result.ratio.q1, 3)
-       << ".." << fixed(result.ratio.q3, 3) << ", " << result.ratio.n << " pairs), threshold "
+       << ".." << fixed(result.ratio.q3, 3) << ", " << result.stopped << "), threshold "
        << fixed(bar, 2) << "; " << summary(query_device());
   std::printf("[ kit perf ] %s\n", line.str().c_str());
   const std::string clocks =

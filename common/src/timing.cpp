@@ -1,6 +1,8 @@
 #include "kit/timing.h"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "kit/remote.h"
@@ -82,18 +84,57 @@ void L2Flusher::flush(cudaStream_t stream) {
   KIT_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), value_, buffer_.bytes(), stream));
 }
 
+std::string describe_stop(const SampledRatio& result, const std::string& unit) {
+  const SampleStop stop = result.stop;
+  std::ostringstream text;
+  text << (stop == SampleStop::clear       ? "clear"
+           : stop == SampleStop::quartiles ? "quartiles"
+                                           : "median")
+       << " after " << result.pairs << " " << unit;
+  if (stop == SampleStop::median_tight || stop == SampleStop::median_last)
+    text << " (spread " << std::fixed << std::setprecision(3) << result.ratio.spread()
+         << (stop == SampleStop::median_last ? ", undecided)" : ")");
+  return text.str();
+}
+
 SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
                           const TimingOptions& options) {
+  const int batch = std::max(1, options.samples);
+  const int last = batch * std::max(1, options.max_batches);
+  const int chunk = std::max(0, options.min_samples);  // 0: no early stop
   std::vector<double> ratios;
   SampledRatio result;
-  for (result.batches = 1;; ++result.batches) {
-    for (int i = 0; i < options.samples; ++i) ratios.push_back(sample());
+  auto finish = [&](bool passed, SampleStop stop) {
+    result.passed = passed;
+    result.stop = stop;
+    result.stopped = describe_stop(result);
+    return result;
+  };
+  for (;;) {
+    // Measure up to the next checkpoint: the end of a chunk or of a batch, whichever comes first.
+    const int n = static_cast<int>(ratios.size());
+    int next = (n / batch + 1) * batch;
+    if (chunk > 0) next = std::min(next, (n / chunk + 1) * chunk);
+    while (static_cast<int>(ratios.size()) < next) ratios.push_back(sample());
+    result.pairs = next;
+    result.batches = (next + batch - 1) / batch;
     result.ratio = summarize(ratios);
-    const Decision d = decide(result.ratio, threshold, options.max_spread);
-    if (d != Decision::undecided || result.batches >= options.max_batches) {
-      result.passed =
-          d == Decision::pass || (d == Decision::undecided && result.ratio.median >= threshold);
-      return result;
+    if (next % batch == 0) {
+      // The rule from before the early stop, unchanged, at the same points.
+      const Decision d = decide(result.ratio, threshold, options.max_spread);
+      if (d != Decision::undecided) {
+        const bool by_quartiles = result.ratio.q1 >= threshold || result.ratio.q3 < threshold;
+        return finish(d == Decision::pass,
+                      by_quartiles ? SampleStop::quartiles : SampleStop::median_tight);
+      }
+      if (next >= last) return finish(result.ratio.median >= threshold, SampleStop::median_last);
+    }
+    if (chunk > 0 && next % chunk == 0) {
+      const MedianInterval interval = median_interval(ratios, options.confidence);
+      if (interval.lo > threshold * (1.0 + options.clear_margin))
+        return finish(true, SampleStop::clear);
+      if (interval.hi < threshold * (1.0 - options.clear_margin))
+        return finish(false, SampleStop::clear);
     }
   }
 }
@@ -136,6 +177,8 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
   ThroughputComparison result;
   result.ratio = sampled.ratio;
   result.batches = sampled.batches;
+  result.pairs = sampled.pairs;
+  result.stopped = sampled.stopped;
   result.passed = sampled.passed;
   result.student_ms = summarize(student_ms).median;
   result.ceiling_ms = summarize(ceiling_ms).median;

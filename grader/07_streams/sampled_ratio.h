@@ -27,17 +27,22 @@ inline std::string format_fixed(double value, int digits) {
 }
 
 /// Records the properties PerfTest::expect_ratio_at_least records (ratio, threshold, its section,
-/// spread, samples), so the reports show this result like any other perf result; PerfTest::SetUp has
-/// already recorded the GPU. `student` and `ceiling` fill the reports' "X vs ceiling Y" slot.
+/// spread, samples, batches, pairs, how the sampling stopped), so the reports show this result
+/// like any other perf result; PerfTest::SetUp has already recorded the GPU. `student` and
+/// `ceiling` fill the reports' "X vs ceiling Y" slot; `unit` names one sample in "stopped"
+/// (describe_stop()).
 inline void record_sampled_ratio(const SampledRatio& result, double threshold,
                                  const std::string& threshold_key, const std::string& student,
-                                 const std::string& ceiling) {
+                                 const std::string& ceiling, const std::string& unit = "pairs") {
   ::testing::Test::RecordProperty("ratio", format_fixed(result.ratio.median, 3));
   ::testing::Test::RecordProperty("threshold", format_fixed(threshold, 3));
   ::testing::Test::RecordProperty("threshold_key", threshold_key);
   ::testing::Test::RecordProperty("threshold_section", threshold_section(threshold_key));
   ::testing::Test::RecordProperty("spread", format_fixed(result.ratio.spread(), 3));
   ::testing::Test::RecordProperty("samples", std::to_string(result.ratio.n));
+  ::testing::Test::RecordProperty("batches", std::to_string(result.batches));
+  ::testing::Test::RecordProperty("pairs", std::to_string(result.pairs));
+  ::testing::Test::RecordProperty("stopped", describe_stop(result, unit));
   ::testing::Test::RecordProperty("student_rate", student);
   ::testing::Test::RecordProperty("ceiling_rate", ceiling);
 }

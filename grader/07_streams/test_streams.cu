@@ -878,8 +878,9 @@ void StreamsPerf::measure(Ratio which) {
        << " ms; ideal max + (sum - max) / " << config.chunks << " = " << format_fixed(ideal, 2)
        << " ms; serial " << format_fixed(serial, 2) << " ms -> " << ratio_name << " "
        << format_fixed(result.ratio.median, 3) << " (quartiles " << format_fixed(result.ratio.q1, 3)
-       << ".." << format_fixed(result.ratio.q3, 3) << ", " << result.ratio.n
-       << " rounds), threshold " << format_fixed(bar, 2) << "; " << kit::summary(device);
+       << ".." << format_fixed(result.ratio.q3, 3) << ", "
+       << kit::describe_stop(result, "rounds") << "), threshold " << format_fixed(bar, 2) << "; "
+       << kit::summary(device);
   const std::string timeline = lab07_grader::render_timeline(typical.timeline, config.streams);
   std::printf("[ kit perf ] %s\n%s", line.str().c_str(), timeline.c_str());
 
@@ -888,7 +889,8 @@ void StreamsPerf::measure(Ratio which) {
   kit::record_sampled_ratio(result, bar, key, "pipeline " + format_fixed(pipeline_ms, 2) + " ms",
                             (which == Ratio::overlap_vs_ideal ? "ideal " : "serial ") +
                                 format_fixed(which == Ratio::overlap_vs_ideal ? ideal : serial, 2) +
-                                " ms");
+                                " ms",
+                            "rounds");
   std::string advice;
   if (config.chunks == 1)
     advice =

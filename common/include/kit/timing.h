@@ -4,8 +4,9 @@
 /// The practice, in one place: CUDA events around each run; warm-up runs first; the L2 cache
 /// flushed before every timed run, so no run is served from the previous run's cache; the student
 /// kernel and its ceiling timed in interleaved pairs (A B, then B A) so clock and thermal drift
-/// hit both; the verdict taken on the median of the per-pair ratios; and when the ratios spread
-/// too widely to decide, another batch measured instead of failing on noise.
+/// hit both; the verdict taken on the median of the per-pair ratios; sampling stopped after a few
+/// pairs when the median is clearly on one side of the bar; and when the ratios spread too widely
+/// to decide, another batch measured instead of failing on noise.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,12 +28,16 @@ struct Timed {
   std::function<void(cudaStream_t)> run;
 };
 
-/// How to measure. The defaults follow ../shared/ANCHORS.md: 3 warm-ups, >= 20 samples.
+/// How to measure. The defaults follow ../shared/ANCHORS.md: 3 warm-ups, >= 20 samples, except
+/// that a verdict already clear after a chunk of `min_samples` pairs stops there (sample_ratio()).
 struct TimingOptions {
   int warmup = 3;
-  int samples = 21;        ///< pairs per batch
-  int max_batches = 3;     ///< batches before the median decides regardless of spread
-  double max_spread = 0.05;///< interquartile range / median that still counts as decided
+  int samples = 21;            ///< pairs per batch
+  int max_batches = 3;         ///< batches before the median decides regardless of spread
+  double max_spread = 0.05;    ///< interquartile range / median that still counts as decided
+  int min_samples = 7;         ///< pairs per early-stop chunk; 0 turns the early stop off
+  double confidence = 0.95;    ///< of the median's interval (median_interval()) for the early stop
+  double clear_margin = 0.03;  ///< that interval must clear threshold * (1 +- this) to stop early
 };
 
 /// Result of timing a student kernel against a ceiling.
@@ -42,8 +47,10 @@ struct ThroughputComparison {
   double ceiling_rate = 0;   ///< median ceiling throughput, work per second
   double student_ms = 0;     ///< median student time per run
   double ceiling_ms = 0;     ///< median ceiling time per run
-  int batches = 0;           ///< batches measured (more than 1 when the first was undecided)
-  bool passed = false;       ///< ratio clears the threshold, by the rule in decide()
+  int batches = 0;           ///< batches begun (more than 1 when the first was undecided)
+  int pairs = 0;             ///< pairs measured (ratio.n): 7 when the verdict was clear at once
+  std::string stopped;       ///< how sampling stopped, SampledRatio::stopped
+  bool passed = false;       ///< ratio clears the threshold, by the rule of sample_ratio()
   /// Runs of a remote (worker) call whose event time the judge's clock contradicted, so the
   /// judge's own measurement was used (kit/remote.h, TimedScope): hidden work, tampered timers.
   int timing_mismatches = 0;
@@ -78,18 +85,43 @@ class L2Flusher {
   int value_ = 0;
 };
 
+/// Which rule ended sample_ratio().
+enum class SampleStop {
+  clear,         ///< after a chunk: the median's interval lies well clear of the bar
+  quartiles,     ///< after a batch: decide(), both quartiles on one side of the bar
+  median_tight,  ///< after a batch: decide(), quartiles straddle the bar, spread <= max_spread
+  median_last,   ///< after the last batch, still undecided: the median alone
+};
+
 /// The verdict on "ratio >= threshold" from a sample of ratios.
 struct SampledRatio {
   Summary ratio;        ///< the ratios measured, all batches together
-  int batches = 0;      ///< batches measured (more than 1 when the first left the verdict open)
-  bool passed = false;  ///< by the rule of decide(), then the median when still undecided
+  int batches = 0;      ///< batches begun, ceil(pairs / samples): 1 for an early stop in the first
+  int pairs = 0;        ///< samples measured (= ratio.n)
+  bool passed = false;  ///< by the rule that stopped the sampling (`stop`)
+  SampleStop stop = SampleStop::median_last;
+  /// `stop` in words, for reports: "clear after 7 pairs", "quartiles after 21 pairs",
+  /// "median after 21 pairs (spread 0.031)", "median after 63 pairs (spread 0.072, undecided)".
+  /// describe_stop(*this), made by sample_ratio().
+  std::string stopped;
 };
 
+/// How the sampling of `result` stopped, in words, counting its samples in `unit` ("pairs", or
+/// "rounds" where one sample is a round of several measurements): see SampledRatio::stopped.
+std::string describe_stop(const SampledRatio& result, const std::string& unit = "pairs");
+
 /// The decision loop of compare_throughput(), for any ratio: calls `sample` (one measurement, one
-/// ratio) options.samples times per batch, and measures another batch while decide() leaves the
-/// verdict open, up to options.max_batches; then the median decides. Warm-up is the caller's
-/// business (options.warmup is not used). For perf checks whose ratio is not one kernel timed
-/// against one ceiling, e.g. an ideal time computed from stages timed alone over a measured time.
+/// ratio) and stops at the first of these checkpoints that settles "ratio >= threshold":
+///  - after every chunk of options.min_samples samples (7, 14, 21, ...): when the
+///    options.confidence interval of the median (median_interval()) lies entirely above
+///    threshold * (1 + clear_margin), pass; entirely below threshold * (1 - clear_margin), fail;
+///  - after every batch of options.samples (21, 42, 63), first: decide(), as before the early stop
+///    existed; undecided after options.max_batches batches, the median decides.
+/// So a ratio far from the bar stops after 7 samples, and a close one is sampled as long as
+/// decide() needs, up to max_batches batches. Warm-up is the caller's business (options.warmup is
+/// not used). For perf checks whose ratio is not one kernel timed against one ceiling, e.g. an
+/// ideal time computed from stages timed alone over a measured time. Host code only: it needs no
+/// GPU.
 SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
                           const TimingOptions& options = {});
 
