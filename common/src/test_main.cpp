@@ -3,21 +3,30 @@
 //   --kit_list    the tests with their lab step, kind, points, title and whether each is hidden
 //                 (instructor only, KIT_HIDDEN_TEST), as JSON
 //   --kit_device  the GPU this binary would run on, as JSON
-// and, when the runner grades a test, writes the verdict it trusts:
-//   --kit_verdict=PATH   after the tests ran, write their results to PATH, signed with the run key
+// and, when the runner grades tests, writes the verdicts it trusts:
+//   --kit_verdicts=DIR   as each test ends, write its result to DIR/NNNNNN.json (NNNNNN counts
+//                        from 0), signed with the run key
 //
-// Why a signed verdict: the student's code runs in this process. It can read argv, so it could
-// write a passing result to any path the runner names and exit(0) before the real result exists.
+// One process runs many tests (the runner's filter names those still to grade). The runner reads
+// each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
+// that test its verdict and starts the binary again on the tests left. A test that leaves this
+// process's CUDA context broken (a sticky error, such as an illegal address) is failed, and the
+// process ends right after its verdict ("kit_context_lost"), so the next test gets a fresh one.
+//
+// Why signed verdicts: in a grader that is not a judge, the student's code runs in this process.
+// It can read argv, so it could write a passing result where the runner reads results and exit(0).
 // So the runner sends a fresh random key through a pipe (its file descriptor number in
-// KIT_NONCE_FD); main() reads it and closes the pipe before any test runs, then signs the verdict
+// KIT_NONCE_FD); main() reads it and closes the pipe before any test runs, then signs each verdict
 // it builds from GoogleTest's own in-memory results with HMAC-SHA-256 under that key. The runner
 // rejects a file without the right signature. Limits (docs/grading.md, "Authentic results"):
 // static initialisers of the student's code run before main() and could take the key first (main
 // then finds the pipe empty and refuses to sign), and code that reads this process's memory
-// while a test runs could find it; this stops forged result files, not a determined attack on
-// the process itself.
+// while a test runs could find it; the judges (kit/remote.h) close that gap by running student
+// code in another process.
 //
 // Compiled into each grader executable, so KIT_LAB_ID and KIT_VARIANT are that binary's.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -271,67 +280,103 @@ bool reserved_key(const std::string& key) {
   return false;
 }
 
-// The results of the tests that ran, in the shape of GoogleTest's JSON report (what the runner
-// already parses), built from GoogleTest's memory rather than from any file test code could touch.
-// Recorded properties come first, so a property cannot pose as one of GoogleTest's own keys.
-std::string verdict_json() {
-  const auto* unit = ::testing::UnitTest::GetInstance();
-  std::ostringstream out;
-  out << "{\"testsuites\": [";
-  bool first_suite = true;
-  for (int s = 0; s < unit->total_test_suite_count(); ++s) {
-    const auto* suite = unit->GetTestSuite(s);
-    std::ostringstream entries;
-    bool first_test = true;
-    for (int t = 0; t < suite->total_test_count(); ++t) {
-      const auto* info = suite->GetTestInfo(t);
-      if (!info->should_run()) continue;
-      const ::testing::TestResult& result = *info->result();
-      entries << (first_test ? "" : ", ") << "{";
-      for (int p = 0; p < result.test_property_count(); ++p) {
-        const auto& property = result.GetTestProperty(p);
-        if (!reserved_key(property.key()))
-          entries << json_string(property.key()) << ": " << json_string(property.value()) << ", ";
-      }
-      entries << "\"name\": " << json_string(info->name())
-              << ", \"classname\": " << json_string(suite->name())
-              << ", \"status\": \"RUN\", \"result\": \""
-              << (result.Skipped() ? "SKIPPED" : "COMPLETED") << "\"";
-      std::string failures;
-      for (int p = 0; p < result.total_part_count(); ++p) {
-        const auto& part = result.GetTestPartResult(p);
-        if (!part.failed()) continue;
-        std::string where = part.file_name() ? part.file_name() : "unknown file";
-        if (part.file_name() && part.line_number() >= 0)
-          where += ":" + std::to_string(part.line_number());
-        failures += (failures.empty() ? "" : ", ") + std::string("{\"failure\": ") +
-                    json_string(where + "\n" + part.message()) + ", \"type\": \"\"}";
-      }
-      if (!failures.empty()) entries << ", \"failures\": [" << failures << "]";
-      entries << "}";
-      first_test = false;
-    }
-    if (first_test) continue;
-    out << (first_suite ? "" : ", ") << "{\"name\": " << json_string(suite->name())
-        << ", \"testsuite\": [" << entries.str() << "]}";
-    first_suite = false;
+// One test's result, in the shape of GoogleTest's JSON report (what the runner already parses),
+// built from GoogleTest's memory rather than from any file test code could touch. Recorded
+// properties come first, so a property cannot pose as one of GoogleTest's own keys; `extra` is
+// a property of the kit's own (already JSON: "key": "value", ...), added last.
+std::string verdict_json(const ::testing::TestInfo& info, const std::string& extra) {
+  const ::testing::TestResult& result = *info.result();
+  std::ostringstream entry;
+  entry << "{";
+  for (int p = 0; p < result.test_property_count(); ++p) {
+    const auto& property = result.GetTestProperty(p);
+    if (!reserved_key(property.key()))
+      entry << json_string(property.key()) << ": " << json_string(property.value()) << ", ";
   }
-  out << "]}";
-  return out.str();
+  entry << "\"name\": " << json_string(info.name())
+        << ", \"classname\": " << json_string(info.test_suite_name())
+        << ", \"status\": \"RUN\", \"result\": \"" << (result.Skipped() ? "SKIPPED" : "COMPLETED")
+        << "\"";
+  std::string failures;
+  for (int p = 0; p < result.total_part_count(); ++p) {
+    const auto& part = result.GetTestPartResult(p);
+    if (!part.failed()) continue;
+    std::string where = part.file_name() ? part.file_name() : "unknown file";
+    if (part.file_name() && part.line_number() >= 0) where += ":" + std::to_string(part.line_number());
+    failures += (failures.empty() ? "" : ", ") + std::string("{\"failure\": ") +
+                json_string(where + "\n" + part.message()) + ", \"type\": \"\"}";
+  }
+  if (!failures.empty()) entry << ", \"failures\": [" << failures << "]";
+  if (!extra.empty()) entry << ", " << extra;
+  entry << "}";
+  return "{\"testsuites\": [{\"name\": " + json_string(info.test_suite_name()) +
+         ", \"testsuite\": [" + entry.str() + "]}]}";
 }
 
-// Writes the verdict and its signature line; false (with a message) when the file cannot be written.
-bool write_verdict(const std::string& path, const std::string& key) {
-  const std::string payload = verdict_json();
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << payload << "\nkit-hmac-sha256 " << hmac_sha256_hex(key, payload) << "\n";
-  file.close();
-  if (!file) {
-    std::fprintf(stderr, "kit: cannot write the verdict to %s\n", path.c_str());
-    return false;
+// Why this process's CUDA context can no longer be trusted after a test ("" when it can, or when
+// the process never used CUDA: the driver library is loaded only once the runtime starts). A
+// sticky error (an illegal address, a trap, an assert) stays with the context, so every later
+// test would fail with it. Other errors (no device, a failed allocation) are read and cleared.
+std::string context_lost() {
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) == nullptr) return "";
+  const cudaError_t error = cudaDeviceSynchronize();
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorECCUncorrectable:
+      return cudaGetErrorString(error);
+    default:
+      cudaGetLastError();
+      return "";
   }
-  return true;
 }
+
+// Exit status after a test broke the context: the runner starts the binary again on the tests
+// left, without blaming the next one.
+constexpr int kContextLostExit = 75;
+
+// Writes each test's signed verdict to DIR/NNNNNN.json as the test ends (renamed into place,
+// so the runner never reads half a file).
+class VerdictWriter : public ::testing::EmptyTestEventListener {
+ public:
+  VerdictWriter(std::string dir, std::string key) : dir_(std::move(dir)), key_(std::move(key)) {}
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const std::string lost = context_lost();
+    const std::string extra = lost.empty() ? "" : "\"kit_context_lost\": " + json_string(lost);
+    const std::string payload = verdict_json(info, extra);
+    char name[32];
+    std::snprintf(name, sizeof name, "/%06d.json", count_++);
+    const std::string path = dir_ + name, partial = path + ".partial";
+    {
+      std::ofstream file(partial, std::ios::binary | std::ios::trunc);
+      file << payload << "\nkit-hmac-sha256 " << hmac_sha256_hex(key_, payload) << "\n";
+      file.close();
+      if (!file || std::rename(partial.c_str(), path.c_str()) != 0) {
+        std::fprintf(stderr, "kit: cannot write the verdict to %s\n", path.c_str());
+        std::_Exit(2);
+      }
+    }
+    if (!lost.empty()) {
+      std::fprintf(stderr, "kit: the CUDA context is broken (%s): ending this process\n",
+                   lost.c_str());
+      std::fflush(nullptr);
+      std::_Exit(kContextLostExit);
+    }
+  }
+
+ private:
+  std::string dir_, key_;
+  int count_ = 0;
+};
 
 // The runner's key is 64 characters; anything much shorter means it was not (all) there.
 constexpr std::size_t kMinRunKeyBytes = 32;
@@ -341,7 +386,7 @@ constexpr std::size_t kMinRunKeyBytes = 32;
 int main(int argc, char** argv) {
   // First of all, before any test code runs: take the key and the verdict path.
   const std::string run_key = take_run_key();
-  const std::string verdict_path = take_flag(argc, argv, "--kit_verdict=");
+  const std::string verdict_dir = take_flag(argc, argv, "--kit_verdicts=");
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.
@@ -367,8 +412,8 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!verdict_path.empty() && run_key.size() < kMinRunKeyBytes) {
-    std::fprintf(stderr, "kit: --kit_verdict needs the runner's key on KIT_NONCE_FD, and it was %s\n",
+  if (!verdict_dir.empty() && run_key.size() < kMinRunKeyBytes) {
+    std::fprintf(stderr, "kit: --kit_verdicts needs the runner's key on KIT_NONCE_FD, and it was %s\n",
                  run_key.empty() ? "empty (read by code that ran before main()?)" : "too short");
     return 2;
   }
@@ -379,11 +424,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kit: %s\n", e.what());
     return 2;
   }
+  if (!verdict_dir.empty())
+    ::testing::UnitTest::GetInstance()->listeners().Append(new VerdictWriter(verdict_dir, run_key));
   const int status = RUN_ALL_TESTS();
 #ifdef KIT_JUDGE
   kit::remote::shut_down_worker();
 #endif
   std::fflush(stdout);
-  if (!verdict_path.empty() && !write_verdict(verdict_path, run_key)) return 2;
   return status;
 }

@@ -161,6 +161,9 @@ class RunResult:
     labs: list[LabResult] = field(default_factory=list)
     submission: str | None = None
     """The submission directory graded (kit.py grade --submission), or None for labs/."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds each phase of runner.run took: "list" (listing, inspection, bans), "correctness"
+    (every lab's correctness tests, labs side by side), "timed" and "perf" (one at a time)."""
 
     @property
     def score(self) -> float:

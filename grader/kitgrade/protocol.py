@@ -3,23 +3,28 @@
 * ``BIN --kit_list``   -> one JSON object describing every test (id, step, kind, points, title,
   and ``hidden``: true for an instructor-only test, KIT_HIDDEN_TEST; absent means false)
 * ``BIN --kit_device`` -> one JSON object describing the GPU, or why there is none
-* ``BIN --gtest_filter=<id> --kit_verdict=<file>`` with KIT_SEED and KIT_NONCE_FD set -> runs
-  one test and writes its verdict to <file>
+* ``BIN --gtest_filter=<id>:<id>... --kit_verdicts=<dir>`` with KIT_SEED and KIT_NONCE_FD set
+  -> runs those tests, writing each one's verdict to <dir>/NNNNNN.json as it ends
 
-Each test runs in its own process and process group, with its working directory in a scratch
-folder, so a crash or hang only costs that test, a timeout kills everything the test started,
-and files it leaves behind are thrown away. The verdict comes only from the exit status and
-the verdict file: the test's stdout is under the student's control (a kernel can print
-"[  PASSED  ]") and is only shown, never parsed.
+One process runs many tests (run_tests). The runner reads each verdict as it appears. When the
+process crashes, hangs (no verdict within the per-test limit), exits early or writes something
+that is not an authentic verdict, the test in flight (the first one left, in the binary's own
+order, which --kit_list gives) gets its verdict from that, exactly as if it had run alone, and
+the binary starts again on the tests after it. A test that left the CUDA context broken reports
+so in its verdict ("kit_context_lost") and its process ends; the tests left start afresh without
+blame. Each process runs in its own process group, with its working directory in a scratch
+folder, so a timeout kills everything it started and files it leaves behind are thrown away.
+A verdict comes only from the verdict files and the exit status: the output is under the
+student's control (a kernel can print "[  PASSED  ]") and is only shown, never parsed.
 
-The verdict file is authenticated. The student's code runs in the test process and can read
-its argv, so it could write a passing result to the verdict path itself and exit(0). The
-runner therefore sends a fresh random key (the nonce) through a pipe whose descriptor number
-is in KIT_NONCE_FD; the kit's main() (common/src/test_main.cpp) reads and closes it before any
-test runs, builds the verdict from GoogleTest's in-memory results, and appends the line
-``kit-hmac-sha256 <HMAC-SHA-256 of the rest under the key>``. A verdict without that line, or
-with a wrong one, makes the test "crashed: no authentic result (...)". See docs/grading.md for
-what this does and does not protect against.
+Verdicts are authenticated. In a grader that is not a judge, the student's code runs in the test
+process and can read its argv, so it could write a passing verdict and exit(0). The runner
+therefore sends a fresh random key (the nonce) per process through a pipe whose descriptor
+number is in KIT_NONCE_FD; the kit's main() (common/src/test_main.cpp) reads and closes it before
+any test runs, builds each verdict from GoogleTest's in-memory results, and appends the line
+``kit-hmac-sha256 <HMAC-SHA-256 of the rest under the key>``. A verdict file without that line,
+or with a wrong one, ends the process and makes the test in flight "crashed: no authentic
+result (...)". See docs/grading.md for what this does and does not protect against.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -175,51 +180,165 @@ JUDGE_GRACE_S = 30.0
 """A judge (kit/remote.h) enforces the test's time limit on the student's code itself and reports
 it as the test's verdict; the runner's own limit on the judge is this much longer."""
 
+POLL_S = 0.02
+"""How often a running test process's verdict folder is looked at."""
+
+OutcomeCallback = Callable[[str, Outcome], None]
+
+
+def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
+              extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None
+              ) -> dict[str, Outcome]:
+    """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
+    returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
+    `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
+    Every process ends with a test judged (or with a broken context reported), so at most
+    len(test_ids) processes run."""
+    outcomes: dict[str, Outcome] = {}
+
+    def give(test_id: str, outcome: Outcome) -> None:
+        if test_id not in outcomes:
+            outcomes[test_id] = outcome
+            if on_outcome is not None:
+                on_outcome(test_id, outcome)
+
+    left = list(test_ids)
+    while left:
+        blame = _run_process(binary, left, seed, timeout_s, extra, give)
+        left = [t for t in left if t not in outcomes]
+        if left and blame is not None:
+            give(left[0], blame)
+            left = left[1:]
+    return outcomes
+
 
 def run_test(binary: Path, test_id: str, seed: int, timeout_s: float,
              extra: Sequence[str] = ()) -> Outcome:
-    """Runs one test in its own process group and judges it from exit status + signed verdict.
-    `extra` non-empty means `binary` is a judge: it gets the limit and these arguments."""
+    """One test in a process of its own (run_tests with one test)."""
+    return run_tests(binary, [test_id], seed, timeout_s, extra)[test_id]
+
+
+def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
+                 extra: Sequence[str], give: OutcomeCallback) -> Outcome | None:
+    """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
+    the verdict of the test in flight when the process ended without judging them all (crashed,
+    timed out, exited early, forged a verdict), or None when nobody is to blame: every test was
+    judged, or the last one broke the CUDA context and the process ended as asked."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
-        verdict = Path(tmp) / "verdict.json"
+        verdicts = Path(tmp) / "verdicts"
         log = Path(tmp) / "output.log"
-        work = Path(tmp) / "work"  # the test's working directory: whatever it writes stays here
+        work = Path(tmp) / "work"  # the tests' working directory: whatever they write stays here
+        verdicts.mkdir()
         work.mkdir()
-        argv = [str(binary.absolute()), f"--gtest_filter={test_id}", f"--kit_verdict={verdict}"]
+        argv = [str(binary.absolute()), f"--gtest_filter={':'.join(test_ids)}",
+                f"--kit_verdicts={verdicts}"]
         limit = timeout_s
         if extra:
             argv += [*extra, f"--kit_timeout={timeout_s:g}"]
             limit = timeout_s + JUDGE_GRACE_S
-        start = time.monotonic()
+        wanted = set(test_ids)
+        judged: set[str] = set()
+        seen: set[str] = set()
+        last_broke = False
+        since = time.monotonic()
+
+        def in_flight() -> str:
+            return next(t for t in test_ids if t not in judged)
+
+        def collect() -> str | None:
+            """Reads new verdict files; returns why one is not authentic (None: all are)."""
+            nonlocal since, last_broke
+            for path in sorted(verdicts.glob("*.json")):
+                if path.name in seen:
+                    continue
+                seen.add(path.name)
+                report, problem = authenticate(_read_bytes(path), nonce)
+                if report is None:
+                    return problem or "the result file cannot be read"
+                test_id, entry = _only_entry(report)
+                if test_id not in wanted or test_id in judged:
+                    continue
+                now = time.monotonic()
+                outcome = judge_entry(entry, _tail(log, test_id))
+                outcome.duration_s = now - since
+                last_broke = "kit_context_lost" in entry
+                if last_broke:
+                    outcome = _context_lost(outcome, str(entry["kit_context_lost"]))
+                judged.add(test_id)
+                give(test_id, outcome)
+                since = now
+            return None
+
         with log.open("wb") as out:
             try:
-                returncode = _run_with_nonce(argv, nonce, seed, out, work, limit)
+                proc, read_end = _start_with_nonce(argv, nonce, seed, out, work)
             except OSError as err:
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
-        duration = time.monotonic() - start
-        report, problem = authenticate(_read_bytes(verdict), nonce)
-        outcome = judge(test_id, returncode, report, _tail(log), timeout_s, problem)
-    outcome.duration_s = duration
+        try:
+            returncode: int | None = None
+            forged: str | None = None
+            while True:
+                try:
+                    returncode = proc.wait(timeout=POLL_S)
+                except subprocess.TimeoutExpired:
+                    returncode = None
+                forged = collect()
+                if forged is not None or judged == wanted:
+                    break
+                if returncode is not None:
+                    break
+                if time.monotonic() - since > limit:
+                    break
+        finally:
+            _kill_group(proc)
+            proc.wait()
+            os.close(read_end)
+            with _live_lock:
+                _live.discard(proc)
+        if forged is None:
+            forged = collect()  # what was written just before the end
+        if judged == wanted:
+            return None
+        if forged is None and last_broke and returncode == CONTEXT_LOST_EXIT:
+            return None
+        outcome = judge(in_flight(), returncode, None, _tail(log, in_flight()), timeout_s, forged)
+        outcome.duration_s = time.monotonic() - since
+        return outcome
+
+
+CONTEXT_LOST_EXIT = 75
+"""How a grader process ends after a test broke its CUDA context (test_main.cpp)."""
+
+
+def _context_lost(outcome: Outcome, error: str) -> Outcome:
+    """A test after which the CUDA context was broken fails, whatever it checked: the fault
+    happened while it ran."""
+    why = f"left the GPU in an error state: {error}"
+    if outcome.status is Status.PASSED or outcome.status is Status.NOT_RUN:
+        return Outcome(Status.FAILED, why, outcome.output, outcome.measurements)
     return outcome
 
 
-def _run_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path,
-                    timeout_s: float) -> int | None:
-    """Runs a test with the nonce waiting in a pipe: written and closed before the test starts,
-    so the test reads it to the end at once, and nothing else in this process can."""
+def _start_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path
+                      ) -> tuple[subprocess.Popen[bytes], int]:
+    """Starts a test process with the nonce waiting in a pipe: written and closed before the
+    process starts, so it reads it to the end at once, and nothing else in this process can.
+    Returns the process and the pipe's read end (the caller closes it)."""
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, nonce)  # far below a pipe's capacity, so this never blocks
         os.close(write_end)
-        write_end = -1
         env = dict(os.environ, KIT_SEED=str(seed), **{NONCE_FD_ENV: str(read_end)})
-        return _run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, timeout_s=timeout_s,
-                    pass_fds=(read_end,), cwd=cwd)
-    finally:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                pass_fds=(read_end,), cwd=cwd)
+    except BaseException:
         os.close(read_end)
-        if write_end >= 0:
-            os.close(write_end)
+        raise
+    with _live_lock:
+        _live.add(proc)
+    return proc, read_end
 
 
 def authenticate(data: bytes | None, nonce: bytes) -> tuple[str | None, str | None]:
@@ -239,18 +358,17 @@ def authenticate(data: bytes | None, nonce: bytes) -> tuple[str | None, str | No
 
 def judge(test_id: str, returncode: int | None, report: str | None, output_tail: str,
           timeout_s: float, unauthentic: str | None = None) -> Outcome:
-    """The verdict for one test process (returncode None means it was killed on timeout).
+    """The verdict for one test from how its process ended (returncode None means it was
+    killed on timeout) and the authenticated verdict text it left, if any.
 
-    `report` is the authenticated verdict text; `unauthentic` says why a verdict file that
-    exists was rejected (see authenticate()).
+    `unauthentic` says why a verdict file that exists was rejected (see authenticate()).
     """
+    if unauthentic is not None:
+        return Outcome(Status.CRASHED, f"crashed: no authentic result ({unauthentic})", output_tail)
     if returncode is None:
         return Outcome(Status.TIMED_OUT, f"timed out after {timeout_s:g} s", output_tail)
     if returncode < 0:
         return Outcome(Status.CRASHED, f"crashed: {_signal_name(-returncode)}", output_tail)
-    if unauthentic is not None:
-        return Outcome(Status.CRASHED, f"crashed: no authentic result ({unauthentic}; "
-                                       f"exited with code {returncode})", output_tail)
     entry = _find_entry(report, test_id) if report is not None else None
     if returncode not in (0, 1) or entry is None:
         if entry is None and report is None:
@@ -260,8 +378,17 @@ def judge(test_id: str, returncode: int | None, report: str | None, output_tail:
         else:
             why = "after reporting a result"
         return Outcome(Status.CRASHED, f"crashed: exited with code {returncode} {why}", output_tail)
+    outcome = judge_entry(entry, output_tail)
+    if returncode == 1 and outcome.status is not Status.FAILED:  # a failure outside any test
+        return Outcome(Status.FAILED, "exited with code 1 although GoogleTest recorded no failure",
+                       output_tail, outcome.measurements)
+    return outcome
 
+
+def judge_entry(entry: dict[str, Any], output_tail: str) -> Outcome:
+    """The verdict one authentic GoogleTest entry gives its test."""
     measurements = {k: str(v) for k, v in entry.items() if k not in GTEST_KEYS}
+    measurements.pop("kit_context_lost", None)
     failures = _failure_messages(entry.get("failures"))
     result = entry.get("result")
     # A judge (kit/remote.h) reports what became of the worker that ran the student's code.
@@ -273,9 +400,6 @@ def judge(test_id: str, returncode: int | None, report: str | None, output_tail:
                        measurements)
     if failures:
         return Outcome(Status.FAILED, "", _cap("\n\n".join(failures)), measurements)
-    if returncode == 1:  # e.g. a failure outside the test body, in a suite-level fixture
-        return Outcome(Status.FAILED, "exited with code 1 although GoogleTest recorded no failure",
-                       output_tail, measurements)
     if result == "SKIPPED":
         return Outcome(Status.NOT_RUN, measurements.get("not_run") or "skipped", "", measurements)
     if result != "COMPLETED":
@@ -297,6 +421,17 @@ def _read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+def _only_entry(report: str) -> tuple[str, dict[str, Any]]:
+    """(test id, entry) of a per-test verdict: one suite with one test ("", {}) otherwise."""
+    try:
+        data = json.loads(report)
+        entries = [(f"{e['classname']}.{e['name']}", e) for suite in data["testsuites"]
+                   for e in suite["testsuite"] if isinstance(e, dict)]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return "", {}
+    return entries[0] if len(entries) == 1 else ("", {})
 
 
 def _find_entry(report: str, test_id: str) -> dict[str, Any] | None:
@@ -362,12 +497,17 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _tail(path: Path) -> str:
-    """The last OUTPUT_TAIL_LINES lines of a test's combined output, read from the end."""
+def _tail(path: Path, test_id: str = "") -> str:
+    """The last OUTPUT_TAIL_LINES lines of a process's combined output, read from the end, from
+    GoogleTest's "[ RUN      ] <test_id>" line on when it is there (one process runs many tests;
+    the output is the student's to print, so this only chooses what is shown)."""
     with path.open("rb") as f:
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - 64 * 1024))
         text = f.read().decode("utf-8", "replace")
+    start = text.rfind(f"[ RUN      ] {test_id}\n") if test_id else -1
+    if start >= 0:
+        text = text[start:]
     return _cap("\n".join(text.rstrip("\n").splitlines()[-OUTPUT_TAIL_LINES:]), keep_end=True)
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+import queue
+import time
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -149,7 +151,7 @@ def _shown(path: Path, root: Path) -> str:
 
 def run(targets: Sequence[LabTarget], options: RunOptions,
         on_result: ResultCallback | None = None) -> RunResult:
-    """Grades every target in order. on_result is called (in this thread) as tests finish."""
+    """Grades every target. on_result is called (in this thread) as tests finish."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # The judges' contents before any student code runs: a worker runs as this user, so it could
     # replace a judge binary for the tests after its own (docs/grading.md, what a worker can still
@@ -157,12 +159,11 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
-    for target in targets:
-        lab = grade_lab(target, options, on_result or (lambda _: None),
-                        gpu_available=result.gpu_available)
+    result.labs = grade_labs(targets, options, on_result or (lambda _: None),
+                             gpu_available=result.gpu_available, timings=result.timings)
+    for target, lab in zip(targets, result.labs):
         if target.binary in judges and _digest(target.binary) != judges[target.binary]:
             _judge_changed(lab, target.binary)
-        result.labs.append(lab)
     return result
 
 
@@ -189,8 +190,137 @@ def _digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback, *,
-              gpu_available: bool = True) -> LabResult:
+SHARD_MIN_TESTS = 16
+"""A lab's correctness tests are split over several processes only when each gets at least this
+many: a process costs a CUDA context (two, for a judge and its worker) besides its tests."""
+
+
+@dataclass
+class _Lab:
+    """One lab while it is graded: its tests in the binary's own order, and their results."""
+
+    target: LabTarget
+    result: LabResult
+    listing: list[protocol.TestSpec]
+    timeout: float
+    extra: list[str]
+    deliver: Callable[[TestResult], None]
+    by_id: dict[str, TestResult] = field(default_factory=dict)
+
+    def finish(self, spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
+        self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
+        self.deliver(self.by_id[spec.id])
+
+    def pending(self, kinds: Collection[str]) -> list[protocol.TestSpec]:
+        return [s for s in self.listing if s.kind in kinds and s.id not in self.by_id]
+
+    def run(self, specs: Sequence[protocol.TestSpec]) -> None:
+        """Runs `specs` (in the binary's order) in as few processes as they need."""
+        if not specs:
+            return
+        by_id = {s.id: s for s in specs}
+        protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
+                           self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome))
+
+    seed: int = 0
+    unrun: set[str] = field(default_factory=set)
+    """Tests failed before anything ran (a banned library): they do not close the perf gate."""
+
+
+def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
+               gpu_available: bool = True, timings: dict[str, float] | None = None
+               ) -> list[LabResult]:
+    """Grades the targets: first every lab's listing, inspection and ban check; then the
+    correctness tests of all labs side by side (each lab's in one process, or a few when it has
+    many tests and --jobs allows); then, one lab at a time with nothing else on the GPU, its timed
+    tests and, if every correctness test passed, its perf tests. `timings` gets the seconds of
+    each phase (RunResult.timings)."""
+    timings = timings if timings is not None else {}
+    finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
+
+    def drain() -> None:
+        while True:
+            try:
+                on_result(finished.get_nowait())
+            except queue.Empty:
+                return
+
+    clock = time.monotonic()
+    labs: list[_Lab | LabResult] = []
+    for target in targets:
+        labs.append(_prepare(target, options, finished.put))
+        drain()
+    clock = _lap(timings, "list", clock)
+
+    graded = [lab for lab in labs if isinstance(lab, _Lab)]
+    work = []
+    for lab in graded:
+        tests = lab.pending(("host", "gpu"))
+        shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
+        work += [(lab, _slice(tests, i, shards)) for i in range(shards) if tests]
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        futures = [pool.submit(lab.run, chunk) for lab, chunk in work]
+        try:
+            while not all(f.done() for f in futures):
+                try:
+                    on_result(finished.get(timeout=0.05))
+                except queue.Empty:
+                    pass
+            drain()
+            for future in futures:
+                future.result()
+        except BaseException:
+            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
+            # and leaving this block waits for the workers.
+            pool.shutdown(wait=False, cancel_futures=True)
+            protocol.kill_running()
+            raise
+    clock = _lap(timings, "correctness", clock)
+
+    for lab in graded:
+        lab.run(lab.pending(("timed",)))
+        drain()
+    clock = _lap(timings, "timed", clock)
+
+    for lab in graded:
+        _perf(lab, gpu_available)
+        drain()
+    _lap(timings, "perf", clock)
+
+    results = []
+    for lab in labs:
+        if isinstance(lab, _Lab):
+            lab.result.tests = [lab.by_id[s.id] for s in _step_order(lab.target.lab, lab.listing)]
+            lab.result.notes += review_flags(lab.result.tests)
+            if options.variant == "student":
+                graded_speed(lab.result.tests)
+            lab = lab.result
+        results.append(lab)
+    return results
+
+
+def _slice(tests: list[protocol.TestSpec], i: int, shards: int) -> list[protocol.TestSpec]:
+    """The i-th of `shards` consecutive runs of `tests` (suites stay together)."""
+    size = -(-len(tests) // shards)
+    return tests[i * size:(i + 1) * size]
+
+
+def _lap(timings: dict[str, float], phase: str, since: float) -> float:
+    now = time.monotonic()
+    timings[phase] = round(timings.get(phase, 0.0) + now - since, 3)
+    return now
+
+
+def _step_order(lab: Lab, specs: Sequence[protocol.TestSpec]) -> list[protocol.TestSpec]:
+    order = {step.id: i for i, step in enumerate(lab.steps)}
+    return sorted(specs, key=lambda s: order[s.step])  # stable: the binary's order in a step
+
+
+def _prepare(target: LabTarget, options: RunOptions,
+             deliver: Callable[[TestResult], None]) -> _Lab | LabResult:
+    """Lists a lab's tests and applies the checks made before anything runs: the inspection of
+    the student's objects (a refusal fails every test unrun) and the banned libraries (the tests
+    of a step a found one bans fail unrun). A LabResult when the lab cannot be graded."""
     lab = target.lab
     result = LabResult(lab.id, lab.title, options.variant, {s.id: s.title for s in lab.steps})
     if not target.binary.is_file():
@@ -198,23 +328,15 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         return result
     try:
         if target.listed_by is not None and target.listed_by.is_file():
-            specs = protocol.list_tests(target.listed_by, lab.id, "reference", result.steps)
+            listing = protocol.list_tests(target.listed_by, lab.id, "reference", result.steps)
         else:
-            specs = protocol.list_tests(target.binary, lab.id, options.variant, result.steps,
-                                        target.judge_args(options.variant))
+            listing = protocol.list_tests(target.binary, lab.id, options.variant, result.steps,
+                                          target.judge_args(options.variant))
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
-
-    order = {step.id: i for i, step in enumerate(lab.steps)}
-    specs.sort(key=lambda s: order[s.step])  # stable: keeps the binary's order within a step
-    timeout = options.timeout_s or lab.timeout_s
-    extra = target.judge_args(options.variant)
-    by_id: dict[str, TestResult] = {}
-
-    def finish(spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
-        by_id[spec.id] = _result(lab, spec, outcome)
-        on_result(by_id[spec.id])
+    graded = _Lab(target, result, listing, options.timeout_s or lab.timeout_s,
+                  target.judge_args(options.variant), deliver, seed=options.seed)
 
     if target.archive is not None and target.archive.is_file() and options.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
@@ -224,55 +346,36 @@ def grade_lab(target: LabTarget, options: RunOptions, on_result: ResultCallback,
         result.notes += inspection.notes
         refused = inspection.verdict()
         if refused is not None:
-            for spec in specs:
-                finish(spec, protocol.Outcome(Status.FAILED, *refused))
-            result.tests = [by_id[s.id] for s in specs]
-            return result
+            for spec in _step_order(lab, listing):
+                graded.finish(spec, protocol.Outcome(Status.FAILED, *refused))
+            return graded
 
     if lab.banned_libraries:
         found = bans.check(lab, target.sources, target.archive)
         result.notes += found.notes
-        for spec in specs:
+        for spec in _step_order(lab, listing):
             verdict = found.verdict_for(spec.step)
             if verdict is not None:
-                finish(spec, protocol.Outcome(Status.FAILED, *verdict))
+                graded.finish(spec, protocol.Outcome(Status.FAILED, *verdict))
+                graded.unrun.add(spec.id)
+    return graded
 
-    # Tests failed by a ban never ran, so they neither run now nor close the perf gate.
-    correctness = [s for s in specs if s.kind != "perf" and s.id not in by_id]
-    with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        futures = {
-            pool.submit(protocol.run_test, target.binary, s.id, options.seed, timeout, extra): s
-            for s in correctness if s.kind != "timed"
-        }
-        try:
-            for future in as_completed(futures):
-                finish(futures[future], future.result())
-        except BaseException:
-            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
-            # and leaving this block waits for the workers.
-            pool.shutdown(wait=False, cancel_futures=True)
-            protocol.kill_running()
-            raise
 
-    for spec in (s for s in correctness if s.kind == "timed"):
-        finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout, extra))
-
-    gate_open = all(by_id[s.id].status is Status.PASSED for s in correctness)
+def _perf(lab: _Lab, gpu_available: bool) -> None:
+    """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
+    ban never ran, so they do not close the gate); else each is not run, saying why."""
+    correctness = [s for s in lab.listing if s.kind != "perf" and s.id not in lab.unrun]
+    gate_open = all(lab.by_id[s.id].status is Status.PASSED for s in correctness)
     # Closed only because a GPU was missing: say so, not that a correctness step failed.
     gate_reason = NO_DEVICE_REASON if all(
-        by_id[s.id].status is Status.PASSED or by_id[s.id].lacked_device(gpu_available)
+        lab.by_id[s.id].status is Status.PASSED or lab.by_id[s.id].lacked_device(gpu_available)
         for s in correctness) else PERF_GATE_REASON
-    for spec in (s for s in specs if s.kind == "perf" and s.id not in by_id):
-        if gate_open:
-            finish(spec, protocol.run_test(target.binary, spec.id, options.seed, timeout, extra))
-        else:
-            finish(spec, protocol.Outcome(Status.NOT_RUN, gate_reason))
-
-    result.tests = [by_id[s.id] for s in specs]
-    result.notes += review_flags(result.tests)
-    if options.variant == "student":
-        graded_speed(result.tests)
-    return result
+    perf = lab.pending(("perf",))
+    if gate_open:
+        lab.run(perf)
+    else:
+        for spec in perf:
+            lab.finish(spec, protocol.Outcome(Status.NOT_RUN, gate_reason))
 
 
 PLAUSIBLE_PATH = Path(__file__).resolve().parents[1] / thresholds.PLAUSIBLE_FILE

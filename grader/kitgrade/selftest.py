@@ -307,9 +307,11 @@ _FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
     "FakeHost.Hangs": (Status.TIMED_OUT, Status.TIMED_OUT, "timed out"),
     "FakeHost.ExitsZero": (Status.CRASHED, Status.CRASHED, ""),
     "FakeHost.ForgesAPassingResult": (Status.CRASHED, Status.CRASHED, "no authentic result"),
+    "FakeHost.PassesAfterTheFaults": (Status.PASSED, Status.PASSED, ""),
     "FakeGpu.NeedsAGpu": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
     "FakeGpu.IllegalAddress": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
+    "FakeGpu.PassesAfterTheContextBroke": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.KernelDeadlocksOnABarrierInABranch": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
     "FakeGpu.KernelLoopsForever": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
     "FakeGpu.FarOutOfBoundsWrite": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
@@ -346,12 +348,11 @@ def _fake_lab(bin_dir: Path, seed: int, jobs: int, gpu_needed: bool, tally: Tall
 def _unsigned_verdict_refused(binary: Path, tally: Tally, out: TextIO) -> None:
     """Asked for a verdict without a key on KIT_NONCE_FD, main() must refuse (exit 2, no file)."""
     with tempfile.TemporaryDirectory() as tmp:
-        verdict = Path(tmp) / "verdict.json"
         env = {k: v for k, v in os.environ.items() if k not in ("KIT_NONCE_FD", "KIT_FAKE_LAB")}
-        proc = subprocess.run([str(binary), "--gtest_filter=FakeHost.Passes", f"--kit_verdict={verdict}"],
+        proc = subprocess.run([str(binary), "--gtest_filter=FakeHost.Passes", f"--kit_verdicts={tmp}"],
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
                               timeout=60)
-        ok = proc.returncode == 2 and not verdict.exists() and "KIT_NONCE_FD" in proc.stderr
+        ok = proc.returncode == 2 and not any(Path(tmp).iterdir()) and "KIT_NONCE_FD" in proc.stderr
     tally.add(ok, f"a grader asked for a verdict without the runner's key refuses "
                   f"(exit {proc.returncode}: {proc.stderr.strip()[:120]})", out)
 

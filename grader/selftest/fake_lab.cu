@@ -65,7 +65,7 @@ KIT_TEST(FakeHost, ExitsZero, "fake.2", host, 1, "a test that calls exit(0) befo
   }
 }
 
-// What a student's code could try: find the runner's result path in its own command line, write a
+// What a student's code could try: find the runner's result folder in its own command line, write a
 // passing result there (with a made-up signature), and leave before the real result is written.
 // The runner must not believe it. Exits with code 3 instead if the run key is still reachable
 // (variable set, or its pipe still open), which the selftest reports as a failure too.
@@ -83,7 +83,15 @@ KIT_TEST(FakeHost, ForgesAPassingResult, "fake.2", host, 1,
   }
   for (const std::string& arg : proc_entries("/proc/self/cmdline")) {
     std::string path;
-    if (arg.rfind("--kit_verdict=", 0) == 0) path = arg.substr(14);
+    if (arg.rfind("--kit_verdicts=", 0) == 0) {  // the next verdict's name in that folder
+      std::string dir = arg.substr(15);
+      int next = 0;
+      while (std::ifstream(dir + "/" + std::string(6 - std::to_string(next).size(), '0') +
+                           std::to_string(next) + ".json"))
+        ++next;
+      path = dir + "/" + std::string(6 - std::to_string(next).size(), '0') + std::to_string(next) +
+             ".json";
+    }
     if (arg.rfind("--gtest_output=json:", 0) == 0) path = arg.substr(20);
     if (path.empty()) continue;
     std::ofstream out(path, std::ios::trunc);
@@ -94,6 +102,12 @@ KIT_TEST(FakeHost, ForgesAPassingResult, "fake.2", host, 1,
   std::printf("[  PASSED  ] 1 test.\n");
   std::fflush(stdout);
   std::_Exit(0);
+}
+
+// One process runs many tests: the faults above each cost only their own test, and this one,
+// after them all, still runs (in a process started again after the last fault) and passes.
+KIT_TEST(FakeHost, PassesAfterTheFaults, "fake.1", host, 1, "a host test after the faults above") {
+  SUCCEED();
 }
 
 KIT_TEST(FakeGpu, NeedsAGpu, "fake.3", gpu, 2, "a GPU test (not run without a GPU)") {
@@ -112,6 +126,15 @@ KIT_TEST(FakeGpu, IllegalAddress, "fake.3", gpu, 1, "a kernel that writes throug
   write_through_bad_pointer_kernel<<<1, 32>>>(reinterpret_cast<float*>(0x10));
   KIT_CHECK_LAUNCH("write_through_bad_pointer_kernel");
   KIT_CUDA_CHECK(cudaDeviceSynchronize());  // the fault surfaces here, and sticks to the context
+}
+
+// After a test that broke the CUDA context (a sticky error), the next test gets a fresh process
+// and so a working context.
+KIT_TEST(FakeGpu, PassesAfterTheContextBroke, "fake.3", gpu, 1,
+         "a GPU test right after one that broke the context") {
+  kit::DeviceBuffer<float> buffer(16);
+  KIT_CUDA_CHECK(cudaMemset(buffer.data(), 0, buffer.bytes()));
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // Two ways a kernel never finishes; the runner must cut the test off at its timeout and still grade

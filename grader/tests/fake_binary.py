@@ -7,8 +7,10 @@ Its name says what it is, like the real ones: grade_01_alpha is the student buil
 
     --kit_list                 the tests below, as JSON
     --kit_device               a fake H100 when FAKE_GPU=1, else {"available": false}
-    --gtest_filter=ID --kit_verdict=PATH   run one test, write GoogleTest-style JSON signed with
-                               the key read from the pipe KIT_NONCE_FD names, as the kit's main() does
+    --gtest_filter=ID:ID... --kit_verdicts=DIR   run those tests in TESTS order, writing each
+                               one's GoogleTest-style JSON to DIR/NNNNNN.json as it ends, signed
+                               with the key read from the pipe KIT_NONCE_FD names, as the kit's
+                               main() does
 
 Environment:
     FAKE_TESTS            comma-separated keys of TESTS to offer (default: all)
@@ -48,6 +50,7 @@ TESTS = {
     "wrong_key": ("Forger.SignsWithAGuess", "3", "host", 1, "signs a passing verdict with a guessed key"),
     "tampered": ("Forger.EditsTheVerdict", "3", "host", 1, "fails, then edits the signed verdict to pass"),
     "litter": ("Litter.WritesReports", "3", "host", 1, "writes forged reports into its working directory"),
+    "context": ("Gpu.BreaksTheContext", "3", "gpu", 1, "leaves a sticky CUDA error behind"),
     "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
 }
@@ -111,12 +114,12 @@ def gtest_json(test_id: str, result: str, failures: list[str], props: dict[str, 
 def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     """Does what test `key` does; returns (gtest result, failures, properties) if it returns."""
     gpu = os.environ.get("FAKE_GPU") == "1"
-    props = {"seed": os.environ.get("KIT_SEED", "")}
+    props = {"seed": os.environ.get("KIT_SEED", ""), "pid": str(os.getpid())}
     if key in ("pass", "hidden"):
         return "COMPLETED", [], props
     if key == "fail":
         return "COMPLETED", [FAILURE], props
-    if key in ("gpu", "param", "timed", "perf") and not gpu:
+    if key in ("gpu", "param", "timed", "perf", "context") and not gpu:
         return "SKIPPED", [], {**props, "not_run": "no CUDA device"}
     if key == "timed" and os.environ.get("FAKE_TIMED_FAILS") == "1":
         return "COMPLETED", ["timeline.cu:7\nchunk 1's copy-in took 0.01 ms"], props
@@ -150,9 +153,11 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         forged = json.dumps(gtest_json(test_id, "COMPLETED", [], props)).encode()
         if key == "wrong_key":
             forged += b"\nkit-hmac-sha256 " + sign(b"0" * 64, forged)
-        with open(VERDICT_PATH, "wb") as f:
+        with open(next_verdict(), "wb") as f:
             f.write(forged + b"\n")
         os._exit(0)
+    if key == "context":
+        return "COMPLETED", [], {**props, "kit_context_lost": "an illegal memory access was encountered"}
     if key == "litter":
         for name in ("results.json", "kit-results.json", "junit.xml", "summary.md"):
             with open(name, "w") as f:
@@ -161,8 +166,13 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     raise AssertionError(key)
 
 
-VERDICT_PATH = ""
+VERDICT_DIR = ""
 NONCE = b""
+written = 0
+
+
+def next_verdict() -> str:
+    return os.path.join(VERDICT_DIR, f"{written:06d}.json")
 
 
 def take_nonce() -> bytes:
@@ -179,28 +189,37 @@ def sign(key: bytes, payload: bytes) -> bytes:
     return hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
 
 
-def run_filtered(lab: str, test_filter: str, output: str) -> int:
+def run_filtered(lab: str, test_filter: str) -> int:
+    """Runs the tests the filter names, in TESTS order, writing each one's signed verdict."""
+    global written
     log = os.environ.get("FAKE_LOG")
-    matches = [k for k, t in offered(lab).items() if t[0] == test_filter]
-    if not matches:
-        report, code = {"tests": 0, "testsuites": []}, 0
-    else:
+    wanted = set(test_filter.split(":"))
+    code = 0
+    for key, test in offered(lab).items():
+        test_id = test[0]
+        if test_id not in wanted:
+            continue
         if log:
             with open(log, "a") as f:
-                f.write(f"start {test_filter} {time.monotonic()}\n")
-        result, failures, props = run(matches[0], test_filter)
-        report = gtest_json(test_filter, result, failures, props)
-        code = 0 if matches[0] in ("liar", "tampered") else int(bool(failures))
+                f.write(f"start {test_id} {time.monotonic()}\n")
+        print(f"[ RUN      ] {test_id}", flush=True)
+        result, failures, props = run(key, test_id)
+        payload = json.dumps(gtest_json(test_id, result, failures, props)).encode()
+        if key == "tampered":  # e.g. a thread of the test's that edits the file as it appears
+            signature = sign(NONCE, payload)
+            payload = json.dumps(gtest_json(test_id, "COMPLETED", [], {})).encode()
+        else:
+            signature = sign(NONCE, payload)
+        with open(next_verdict() + ".partial", "wb") as f:
+            f.write(payload + b"\nkit-hmac-sha256 " + signature + b"\n")
+        os.rename(next_verdict() + ".partial", next_verdict())
+        written += 1
         if log:
             with open(log, "a") as f:
-                f.write(f"end {test_filter} {time.monotonic()}\n")
-    payload = json.dumps(report).encode()
-    with open(output, "wb") as f:
-        f.write(payload + b"\nkit-hmac-sha256 " + sign(NONCE, payload) + b"\n")
-    if matches and matches[0] == "tampered":  # e.g. a thread of the test's that outlives main()
-        edited = json.dumps(gtest_json(test_filter, "COMPLETED", [], {})).encode()
-        with open(output, "wb") as f:
-            f.write(edited + b"\nkit-hmac-sha256 " + sign(NONCE, payload) + b"\n")
+                f.write(f"end {test_id} {time.monotonic()}\n")
+        if "kit_context_lost" in props:
+            os._exit(75)
+        code = code or (0 if key == "liar" else int(bool(failures)))
     return code
 
 
@@ -211,16 +230,16 @@ def main(argv: list[str]) -> int:
     if argv == ["--kit_device"]:
         return kit_device()
     flags = dict(arg.split("=", 1) for arg in argv if "=" in arg)
-    if set(flags) != {"--gtest_filter", "--kit_verdict"} or len(argv) != 2:
+    if set(flags) != {"--gtest_filter", "--kit_verdicts"} or len(argv) != 2:
         print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
         return 2
-    global VERDICT_PATH, NONCE
-    VERDICT_PATH = flags["--kit_verdict"]
+    global VERDICT_DIR, NONCE
+    VERDICT_DIR = flags["--kit_verdicts"]
     NONCE = take_nonce()
     if len(NONCE) < 32:
         print("fake binary: no key on KIT_NONCE_FD", file=sys.stderr)
         return 2
-    return run_filtered(lab, flags["--gtest_filter"], VERDICT_PATH)
+    return run_filtered(lab, flags["--gtest_filter"])
 
 
 if __name__ == "__main__":

@@ -188,19 +188,19 @@ class JudgeChangedTest(unittest.TestCase):
         judge.write_bytes(b"the judge")
         lab = make_lab("01_alpha")
 
-        def grade(target, options, on_result, gpu_available=True):
+        def grade(targets, options, on_result, gpu_available=True, timings=None):
             result = LabResult(lab.id, lab.title, "student", {s.id: s.title for s in lab.steps})
             result.tests = [TestResult(lab=lab.id, step=lab.steps[0].id, id="Host.Passes",
                                        title="t", kind="host", points=2, status=Status.PASSED)]
             if tamper:
                 judge.write_bytes(b"a judge that passes everything")
-            return result
+            return [result]
 
         target = runner.LabTarget(lab, judge, worker=tmp / "worker_01_alpha")
         options = runner.RunOptions("student", 1, 1)
         for tamper in (False, True):
             with self.subTest(tamper=tamper), \
-                    mock.patch.object(runner, "grade_lab", grade), \
+                    mock.patch.object(runner, "grade_labs", grade), \
                     mock.patch.object(runner, "_device", lambda _: {"available": False}):
                 result = runner.run([target], options).labs[0]
             if tamper:
