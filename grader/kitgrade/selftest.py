@@ -51,7 +51,7 @@ from typing import TextIO
 from . import check, reports, runner, sanitize, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
-from .model import RunResult, Status, TestResult
+from .model import LabResult, RunResult, Status, TestResult
 from .context import default_build_dir, find_lab
 
 FAKE_TIMEOUT_S = 5.0
@@ -368,17 +368,33 @@ def _grade(root: Path, labs: list[Lab], variant: str, seed: int, jobs: int, buil
 
 def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                        gpu_needed: bool, tally: Tally, out: TextIO) -> None:
-    for lab in labs:
-        for sub in wrong.load(root, lab):
-            target = runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
-            run = runner.run([target], runner.RunOptions("student", seed, jobs))
-            if sub.refused:
-                _judge_refused(lab, sub, run, tally, out)
-                if sub.only_refused:
-                    continue
-                # And without the inspection: the judge/worker split alone must hold too.
-                run = runner.run([target], runner.RunOptions("student", seed, jobs, inspect=False))
-            _judge_wrong(lab, sub, run, gpu_needed, tally, out)
+    """Grades every known-wrong submission of `labs`, all in one run (their correctness tests
+    side by side, as a batch of submissions would be), then the refused attacks again without
+    the inspection: the judge/worker split alone must hold too."""
+    cases = [(lab, sub) for lab in labs for sub in wrong.load(root, lab)]
+    if not cases:
+        return
+    targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
+               for lab, sub in cases]
+    run = runner.run(targets, runner.RunOptions("student", seed, jobs))
+    again = [i for i, (_, sub) in enumerate(cases) if sub.refused and not sub.only_refused]
+    rerun = runner.run([targets[i] for i in again],
+                       runner.RunOptions("student", seed, jobs, inspect=False)) if again else None
+    uninspected = dict(zip(again, rerun.labs)) if rerun is not None else {}
+    for i, (lab, sub) in enumerate(cases):
+        if sub.refused:
+            _judge_refused(lab, sub, _one_lab(run, run.labs[i]), tally, out)
+            if sub.only_refused:
+                continue
+            assert rerun is not None
+            _judge_wrong(lab, sub, _one_lab(rerun, uninspected[i]), gpu_needed, tally, out)
+        else:
+            _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
+
+
+def _one_lab(run: RunResult, lab: LabResult) -> RunResult:
+    """`run` narrowed to one of its labs (each known-wrong submission is judged alone)."""
+    return RunResult(run.seed, run.variant, run.device, run.started_at, [lab])
 
 
 def _judge_refused(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, tally: Tally,
