@@ -1,6 +1,7 @@
 #include "kit/timing.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 #include <vector>
@@ -95,6 +96,11 @@ std::string describe_stop(const SampledRatio& result, const std::string& unit) {
     text << " (spread " << std::fixed << std::setprecision(3) << result.ratio.spread()
          << (stop == SampleStop::median_last ? ", undecided)" : ")");
   return text.str();
+}
+
+int default_min_samples() {
+  const char* full = std::getenv("KIT_PERF_FULL");
+  return full != nullptr && std::string(full) == "1" ? 0 : 7;
 }
 
 SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,

@@ -168,8 +168,9 @@ def _cmd_calibrate(args: argparse.Namespace, ctx: Any) -> int:
         ctx.stderr.write(f"calibrate: {err}\n")
         return 2
     out_dir = (args.out or (args.build_dir or ctx.root / "build") / "calibrate").absolute()
+    # Every batch measured (no early stop): a bar is set from medians of full samples.
     if noise.grade_runs(ctx, out_dir, args.runs, args.labs, "reference", args.build_dir, None,
-                        None, "calibrate") is None:
+                        None, "calibrate", full_sampling=not args.check) is None:
         return 3
     study = noise.collect(out_dir)
     if len(study.gpus) != 1:

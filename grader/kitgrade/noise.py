@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -84,10 +85,12 @@ def _cmd_noise(args: argparse.Namespace, ctx: Any) -> int:
 
 def grade_runs(ctx: Any, out_dir: Path, runs: int, labs: list[str], variant: str,
                build_dir: Path | None, jobs: int | None, max_seconds: float | None,
-               command: str) -> int | None:
+               command: str, full_sampling: bool = False) -> int | None:
     """Grades until `out_dir` holds `runs` runs (run-01, run-02, ..., each a report directory;
     runs already there count). Returns how many there are, or None when a run wrote no results
-    (the reason is on ctx.stderr)."""
+    (the reason is on ctx.stderr). `full_sampling`: perf tests measure every batch instead of
+    stopping once their verdict is clear (KIT_PERF_FULL=1), so each ratio is a median of as many
+    pairs as a close call gets (calibration); off, runs are graded exactly as a student is."""
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     done = len(_run_dirs(out_dir))
@@ -104,8 +107,10 @@ def grade_runs(ctx: Any, out_dir: Path, runs: int, labs: list[str], variant: str
         if jobs:
             argv += ["--jobs", str(jobs)]
         t0 = time.monotonic()
+        env = dict(os.environ, **({"KIT_PERF_FULL": "1"} if full_sampling else {}))
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace", check=False)
+                              stderr=subprocess.STDOUT, text=True, errors="replace", check=False,
+                              env=env)
         if not (run_dir / "kit-results.json").is_file():
             ctx.stderr.write(f"{command}: run {done + 1} wrote no results (exit "
                              f"{proc.returncode}):\n{proc.stdout[-2000:]}")
