@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .manifest import Lab
+from .runner import target_name
+
 FAILURE_TAIL_LINES = 60
 SUBMISSION_VARIABLE = "KIT_SUBMISSION_DIR"
 """CMake cache variable: where the student build takes student files from before labs/."""
@@ -51,6 +54,17 @@ def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: Te
         configure(root, build_dir, f"-D{SUBMISSION_VARIABLE}={wanted}", out=out, quiet=quiet)
     _run(["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(os.cpu_count() or 1)],
          out, quiet)
+
+
+def grading_targets(root: Path, labs: Sequence[Lab], variant: str) -> list[str]:
+    """The targets a grading run of `labs` builds: each lab's grader in `variant`, and for the
+    student's the reference grader too, which lists the tests (runner.LabTarget.listed_by: a
+    student's binary could forge its own list). Built once per build directory; a student
+    edition has none."""
+    names = [target_name(lab, variant) for lab in labs]
+    names += [target_name(lab, "reference") for lab in labs
+              if variant == "student" and (root / "solutions" / lab.id).is_dir()]
+    return names
 
 
 def configure(root: Path, build_dir: Path, *flags: str, out: TextIO, quiet: bool = False) -> None:

@@ -37,7 +37,7 @@ from . import check, diagnose_build, handout, progress, reset, watch
 from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, UsageError,
                       check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
                       positive_int, seed_arg, select_labs)
-from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built
+from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built, grading_targets
 from .manifest import Lab, Manifest, ManifestError
 from .model import RunResult, Status, TestResult
 from .submission import Submission, SubmissionError
@@ -243,11 +243,7 @@ def _build_and_run(ctx: Context, manifest: Manifest, labs: Sequence[Lab], build_
     show = show or console.StreamConsole(build_out or ctx.stdout, progress, quiet=quiet)
     staging = submission.stage(sub, manifest.labs, ctx.root, build_dir) if sub else None
     if not no_build:
-        names = [runner.target_name(lab, options.variant) for lab in labs]
-        # The reference grader lists the tests (runner.LabTarget.listed_by): a student's binary
-        # could forge its own list. Built once per build directory; a student edition has none.
-        names += [runner.target_name(lab, "reference") for lab in labs
-                  if options.variant == "student" and (ctx.root / "solutions" / lab.id).is_dir()]
+        names = grading_targets(ctx.root, labs, options.variant)
         with show.building(names) as out:
             ensure_built(ctx.root, build_dir, names, out=out, quiet=show.quiet_build,
                          submission_dir=staging)
@@ -310,7 +306,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
 
 
 INSTRUCTOR_MODULES = ("batch", "noise", "calibrate", "leaderboard", "release", "gradescope",
-                      "new_lab")
+                      "new_lab", "bench_grader")
 """Modules of the instructor-only commands. A student edition (kit.py release) leaves their files
 out, and the command line then simply does not have them."""
 

@@ -1,0 +1,276 @@
+"""``kit.py bench-grader [LAB ...]``: how long each phase of grading takes (instructor-only: a
+student edition leaves this module out).
+
+Grades the labs as ``kit.py grade`` does and times each phase: configure
+(kitgrade.build.configure), build (kitgrade.build.ensure_built of the targets grade builds), the
+tests as the runner times them (list, correctness, timed, perf, from RunResult.timings; when the
+runner reports none, the whole of runner.run as "tests"), and the reports (written into a
+temporary folder). "other" is runner.run's time outside its phases (the device query, the
+judges' checksums). With --repeat K it grades K times and prints each phase's median, min and
+max, and the total's.
+
+The build directory is reused as grade reuses it: configure runs only when the directory is not
+configured for labs/ yet (0 s otherwise), and the build rebuilds what changed. --fresh-build
+times a build from nothing: each run in a new temporary directory, removed afterwards, or in
+--build-dir, removed first. ccache, when the build uses it, still serves compiled objects to a
+fresh directory; CCACHE_DISABLE=1 times cold compiles.
+
+Without a GPU it still runs and prints the table: the GPU tests report "not run", so the test
+phases time the host tests only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import statistics
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from . import reports, runner
+from .build import (SUBMISSION_VARIABLE, BuildError, cached_value, configure, ensure_built,
+                    grading_targets)
+from .context import (KIT_ROOT, Context, ExitCode, UsageError, check_thresholds,
+                      default_build_dir, env_seed, positive_int, select_labs)
+from .manifest import Lab
+from .model import RunResult
+
+PHASES = ("configure", "build", "list", "correctness", "timed", "perf", "other", "tests",
+          "reports")
+"""The table's rows, in order; a row shows when some run timed that phase."""
+RUNNER_PHASES = ("list", "correctness", "timed", "perf")
+"""The keys of RunResult.timings (seconds), as runner.run fills them."""
+WIDTH = 80
+T = TypeVar("T")
+
+
+@dataclass
+class Sample:
+    """One grading run: seconds per phase, and what the table's notes need."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    configured: bool = False
+    """Whether configure ran (False: the build directory was already configured for labs/)."""
+    gpu: bool = False
+    not_graded: list[str] = field(default_factory=list)
+    """Labs the runner could not grade (missing binary, listing failed), with why."""
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bench-grader", help="time each phase of grading (configure, build, tests, reports)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
+    if (KIT_ROOT / "solutions").is_dir():
+        parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",
+                            help="grade labs/ (student, default) or the reference solution")
+    else:
+        parser.set_defaults(variant="student")
+    parser.add_argument("--fresh-build", action="store_true",
+                        help="configure and build from nothing in every run: a new temporary "
+                             "build directory, or --build-dir removed first")
+    parser.add_argument("--build-dir", type=Path,
+                        help="CMake build directory (default: <repo>/build, or a temporary one "
+                             "with --fresh-build)")
+    parser.add_argument("--jobs", type=positive_int, default=min(8, os.cpu_count() or 1),
+                        help="correctness tests run in parallel (default: %(default)s)")
+    parser.add_argument("--repeat", type=positive_int, default=1, metavar="K",
+                        help="grade K times; the table shows median, min and max (default 1)")
+    parser.set_defaults(handler=_cmd_bench_grader)
+
+
+def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
+    labs = select_labs(ctx.manifest(), args.labs)
+    explicit = args.build_dir.absolute() if args.build_dir is not None else None
+    if args.fresh_build and explicit is not None:
+        _check_removable(explicit, ctx.root)
+    check_thresholds(ctx)
+    seed = env_seed()
+    options = runner.RunOptions(args.variant, seed, args.jobs)
+    what = ", ".join(lab.id for lab in labs) if len(labs) <= 3 else f"{len(labs)} labs"
+    runs = f"{args.repeat} runs" if args.repeat > 1 else "1 run"
+    ctx.stdout.write(f"bench-grader: {what} ({args.variant}), {runs}, seed {seed}\n")
+    ctx.stdout.write(_build_dir_line(ctx, explicit, args.fresh_build) + "\n")
+    ctx.stdout.flush()
+    samples: list[Sample] = []
+    for i in range(args.repeat):
+        try:
+            with _build_dir(ctx, explicit, args.fresh_build) as build_dir:
+                sample = bench_once(ctx.root, labs, build_dir, options)
+        except BuildError as err:
+            ctx.stderr.write(f"build failed: {err}\n{err.output}")
+            return ExitCode.BUILD_OR_BINARY
+        samples.append(sample)
+        ctx.stdout.write(_progress_line(i + 1, args.repeat, sample) + "\n")
+        ctx.stdout.flush()
+    notes = [CCACHE_NOTE] if args.fresh_build and _ccache_serves() else []
+    ctx.stdout.write("\n" + render(samples, notes))
+    return ExitCode.OK
+
+
+CCACHE_NOTE = ("build: compiled through ccache, which serves a fresh build directory the "
+               "objects it has compiled before; CCACHE_DISABLE=1 times cold compiles")
+
+
+def _ccache_serves() -> bool:
+    """Whether the kit's build compiles through ccache (CMakeLists.txt: when it is installed,
+    unless KIT_USE_CCACHE=OFF; ccache itself is off while CCACHE_DISABLE is set, to any value)."""
+    return shutil.which("ccache") is not None and "CCACHE_DISABLE" not in os.environ
+
+
+# ---------------------------------------------------------------- one run
+
+def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
+               options: runner.RunOptions) -> Sample:
+    """Grades `labs` once in `build_dir` as kit.py grade does, timing each phase.
+    Raises BuildError when configuring or building fails."""
+    sample = Sample()
+    out = io.StringIO()  # the build's output; BuildError carries its tail
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        sample.seconds["configure"] = _timed(lambda: configure(root, build_dir, out=out,
+                                                                 quiet=True))[1]
+        sample.configured = True
+    elif cached_value(cache, SUBMISSION_VARIABLE):  # last built for a submission: back to labs/
+        sample.seconds["configure"] = _timed(lambda: configure(
+            root, build_dir, f"-D{SUBMISSION_VARIABLE}=", out=out, quiet=True))[1]
+        sample.configured = True
+    else:
+        sample.seconds["configure"] = 0.0
+    names = grading_targets(root, labs, options.variant)
+    sample.seconds["build"] = _timed(lambda: ensure_built(root, build_dir, names, out=out,
+                                                          quiet=True))[1]
+    targets = [runner.lab_target(root, build_dir, lab, options.variant) for lab in labs]
+    run, seconds = _timed(lambda: runner.run(targets, options))
+    sample.seconds.update(runner_phases(run, seconds))
+    sample.gpu = run.gpu_available
+    sample.not_graded = [f"{lab.lab}: {lab.error}" for lab in run.errors]
+    with tempfile.TemporaryDirectory(prefix="kit-bench-reports-") as tmp:
+        sample.seconds["reports"] = _timed(lambda: reports.write_reports(run, Path(tmp)))[1]
+    return sample
+
+
+def runner_phases(run: RunResult, seconds: float) -> dict[str, float]:
+    """The runner's own phases (RunResult.timings) plus "other", the rest of `seconds` (how long
+    runner.run took); only "tests" = `seconds` when the runner timed no phase."""
+    timings = getattr(run, "timings", None) or {}
+    phases = {name: float(timings[name]) for name in RUNNER_PHASES if name in timings}
+    if not phases:
+        return {"tests": seconds}
+    phases["other"] = max(0.0, seconds - sum(phases.values()))
+    return phases
+
+
+def _timed(action: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- build directories
+
+@contextmanager
+def _build_dir(ctx: Context, explicit: Path | None, fresh: bool) -> Iterator[Path]:
+    """The build directory of one run: `explicit` (removed first with `fresh`), a new temporary
+    one (`fresh` without `explicit`, removed afterwards), or <repo>/build."""
+    if not fresh:
+        yield default_build_dir(ctx, explicit)
+    elif explicit is not None:
+        shutil.rmtree(explicit, ignore_errors=True)
+        yield explicit
+    else:
+        with tempfile.TemporaryDirectory(prefix="kit-bench-build-") as tmp:
+            yield Path(tmp)
+
+
+def _check_removable(path: Path, root: Path) -> None:
+    """--fresh-build removes --build-dir: only a build directory (or an empty or missing folder),
+    and never one holding the kit."""
+    if path == root.absolute() or root.absolute().is_relative_to(path):
+        raise UsageError(f"--fresh-build would remove {path}, which holds the kit")
+    if path.exists() and not (path / "CMakeCache.txt").is_file() and any(path.iterdir()):
+        raise UsageError(f"--fresh-build would remove {path}, which is not a CMake build "
+                         "directory (no CMakeCache.txt); give an empty or new folder")
+
+
+def _build_dir_line(ctx: Context, explicit: Path | None, fresh: bool) -> str:
+    if not fresh:
+        return (f"build dir: {default_build_dir(ctx, explicit)} (reused as kit.py grade does; "
+                "--fresh-build times a build from nothing)")
+    if explicit is not None:
+        return f"build dir: {explicit}, removed before each run (--fresh-build)"
+    return "build dir: a new temporary one for each run (--fresh-build)"
+
+
+# ---------------------------------------------------------------- output
+
+def _progress_line(i: int, runs: int, sample: Sample) -> str:
+    """One line per run: its total, and configure, build, tests (the runner's phases together)
+    and reports."""
+    tests = sum(v for k, v in sample.seconds.items() if k not in ("configure", "build", "reports"))
+    parts = {"configure": sample.seconds.get("configure", 0.0),
+             "build": sample.seconds.get("build", 0.0), "tests": tests,
+             "reports": sample.seconds.get("reports", 0.0)}
+    return (f"run {i}/{runs}: {sample.total:.2f} s ("
+            + ", ".join(f"{name} {value:.2f}" for name, value in parts.items()) + ")")
+
+
+def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
+    """The table (80 columns): a row per phase, then the total; seconds of the one run, or the
+    median, min and max over the runs; each phase's share of the total median; then its notes
+    and `notes`."""
+    many = len(samples) > 1
+    head = (f"{'phase':<14}{'median s':>10}{'min s':>10}{'max s':>10}{'share':>8}" if many
+            else f"{'phase':<14}{'seconds':>10}{'share':>8}")
+    total = statistics.median(s.total for s in samples)
+    lines = [head, "-" * len(head)]
+    for name in PHASES:
+        values = [s.seconds.get(name, 0.0) for s in samples]
+        if not any(name in s.seconds for s in samples):
+            continue
+        lines.append(_row(name, values, total, many))
+    lines.append("-" * len(head))
+    lines.append(_row("total", [s.total for s in samples], total, many))
+    notes = [*_notes(samples), *notes]
+    return "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
+
+
+def _row(name: str, values: Sequence[float], total: float, many: bool) -> str:
+    median = statistics.median(values)
+    share = f"{100 * median / total:.0f}%" if total > 0 else "-"
+    if many:
+        return f"{name:<14}{median:>10.2f}{min(values):>10.2f}{max(values):>10.2f}{share:>8}"
+    return f"{name:<14}{median:>10.2f}{share:>8}"
+
+
+def _notes(samples: Sequence[Sample]) -> list[str]:
+    notes = []
+    if not all(s.configured for s in samples):
+        notes.append("configure: 0 s where the build directory was already configured (as in "
+                     "kit.py grade)")
+    if not any(s.gpu for s in samples):
+        notes.append("no GPU: the GPU tests were not run; the test phases time the host tests "
+                     "only")
+    if any("tests" in s.seconds for s in samples):
+        notes.append("tests: the runner timed no phase of its own (no RunResult.timings), so "
+                     "this is all of runner.run")
+    for failure in dict.fromkeys(f for s in samples for f in s.not_graded):
+        notes.append(f"not graded: {failure}")
+    return notes
+
+
+def _wrap(note: str) -> str:
+    """A note within WIDTH columns, continued lines indented."""
+    return textwrap.fill(note, WIDTH, subsequent_indent="  ")
