@@ -101,8 +101,8 @@ def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
     options = runner.RunOptions(args.variant, seed, args.jobs)
     what = ", ".join(lab.id for lab in labs) if len(labs) <= 3 else f"{len(labs)} labs"
     runs = f"{args.repeat} runs" if args.repeat > 1 else "1 run"
-    ctx.stdout.write(f"bench-grader: {what} ({args.variant}), {runs}, seed {seed}\n")
-    ctx.stdout.write(_build_dir_line(ctx, explicit, args.fresh_build) + "\n")
+    ctx.stdout.write(_wrap(f"bench-grader: {what} ({args.variant}), {runs}, seed {seed}") + "\n")
+    ctx.stdout.write(_wrap(_build_dir_line(ctx, explicit, args.fresh_build)) + "\n")
     ctx.stdout.flush()
     samples: list[Sample] = []
     for i in range(args.repeat):
@@ -237,10 +237,8 @@ def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
     total = statistics.median(s.total for s in samples)
     lines = [head, "-" * len(head)]
     for name in PHASES:
-        values = [s.seconds.get(name, 0.0) for s in samples]
-        if not any(name in s.seconds for s in samples):
-            continue
-        lines.append(_row(name, values, total, many))
+        if any(name in s.seconds for s in samples):
+            lines.append(_row(name, [s.seconds.get(name, 0.0) for s in samples], total, many))
     lines.append("-" * len(head))
     lines.append(_row("total", [s.total for s in samples], total, many))
     notes = [*_notes(samples), *notes]
@@ -272,5 +270,6 @@ def _notes(samples: Sequence[Sample]) -> list[str]:
 
 
 def _wrap(note: str) -> str:
-    """A note within WIDTH columns, continued lines indented."""
-    return textwrap.fill(note, WIDTH, subsequent_indent="  ")
+    """A line within WIDTH columns, continued lines indented (a long path is not broken)."""
+    return textwrap.fill(note, WIDTH, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
