@@ -187,13 +187,15 @@ OutcomeCallback = Callable[[str, Outcome], None]
 
 
 def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
-              extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None
-              ) -> dict[str, Outcome]:
+              extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None,
+              stop_on_timeout: bool = False) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
     Every process ends with a test judged (or with a broken context reported), so at most
-    len(test_ids) processes run."""
+    len(test_ids) processes run. `stop_on_timeout`: return as soon as a test timed out, leaving
+    the tests after it unrun (the caller runs them side by side: one mistake in a shared
+    function often hangs every test that calls it, and their limits should not add up)."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -204,11 +206,13 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
 
     left = list(test_ids)
     while left:
-        blame = _run_process(binary, left, seed, timeout_s, extra, give)
+        blame = _run_process(binary, left, seed, timeout_s, extra, give, stop_on_timeout)
         left = [t for t in left if t not in outcomes]
         if left and blame is not None:
             give(left[0], blame)
             left = left[1:]
+        if stop_on_timeout and any(o.status is Status.TIMED_OUT for o in outcomes.values()):
+            break
     return outcomes
 
 
@@ -219,7 +223,8 @@ def run_test(binary: Path, test_id: str, seed: int, timeout_s: float,
 
 
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
-                 extra: Sequence[str], give: OutcomeCallback) -> Outcome | None:
+                 extra: Sequence[str], give: OutcomeCallback, stop_on_timeout: bool = False
+                 ) -> Outcome | None:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
     timed out, exited early, forged a verdict), or None when nobody is to blame: every test was
@@ -241,6 +246,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         judged: set[str] = set()
         seen: set[str] = set()
         last_broke = False
+        halted = False  # a test timed out and stop_on_timeout: the rest are the caller's
         since = time.monotonic()
 
         def in_flight() -> str:
@@ -248,7 +254,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
 
         def collect() -> str | None:
             """Reads new verdict files; returns why one is not authentic (None: all are)."""
-            nonlocal since, last_broke
+            nonlocal since, last_broke, halted
             for path in sorted(verdicts.glob("*.json")):
                 if path.name in seen:
                     continue
@@ -268,6 +274,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 judged.add(test_id)
                 give(test_id, outcome)
                 since = now
+                halted = halted or (stop_on_timeout and outcome.status is Status.TIMED_OUT)
             return None
 
         with log.open("wb") as out:
@@ -284,7 +291,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 except subprocess.TimeoutExpired:
                     returncode = None
                 forged = collect()
-                if forged is not None or judged == wanted:
+                if forged is not None or judged == wanted or halted:
                     break
                 if returncode is not None:
                     break
@@ -298,7 +305,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 _live.discard(proc)
         if forged is None:
             forged = collect()  # what was written just before the end
-        if judged == wanted:
+        if judged == wanted or (halted and forged is None):
             return None
         if forged is None and last_broke and returncode == CONTEXT_LOST_EXIT:
             return None

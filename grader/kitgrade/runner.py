@@ -214,13 +214,22 @@ class _Lab:
     def pending(self, kinds: Collection[str]) -> list[protocol.TestSpec]:
         return [s for s in self.listing if s.kind in kinds and s.id not in self.by_id]
 
-    def run(self, specs: Sequence[protocol.TestSpec]) -> None:
-        """Runs `specs` (in the binary's order) in as few processes as they need."""
+    def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1) -> None:
+        """Runs `specs` (in the binary's order) in as few processes as they need. With `fanout`
+        above 1, a test that times out splits the tests after it over up to `fanout` processes
+        side by side: one mistake in a shared function often hangs every test that calls it,
+        and their time limits then overlap instead of adding up."""
         if not specs:
             return
         by_id = {s.id: s for s in specs}
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
-                           self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome))
+                           self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome),
+                           stop_on_timeout=fanout > 1)
+        left = [s for s in specs if s.id not in self.by_id]
+        shards = min(fanout, len(left))
+        if shards:
+            with ThreadPoolExecutor(max_workers=shards) as pool:
+                list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
     seed: int = 0
     unrun: set[str] = field(default_factory=set)
@@ -259,7 +268,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
         work += [(lab, _slice(tests, i, shards)) for i in range(shards) if tests]
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        futures = [pool.submit(lab.run, chunk) for lab, chunk in work]
+        futures = [pool.submit(lab.run, chunk, options.jobs) for lab, chunk in work]
         try:
             while not all(f.done() for f in futures):
                 try:

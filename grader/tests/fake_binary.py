@@ -43,6 +43,7 @@ TESTS = {
     "abort": ("Crash.Aborts", "3", "host", 1, "calls abort()"),
     "segv": ("Crash.Segfaults", "3", "host", 1, "dereferences a bad pointer"),
     "hang": ("Hang.Sleeps", "3", "host", 1, "never returns"),
+    "hang2": ("Hang.SleepsToo", "3", "host", 1, "never returns either"),
     "exit0": ("Exit.Early", "3", "host", 1, "calls exit(0) in the middle of the test"),
     "exit3": ("Exit.Three", "3", "host", 1, "calls exit(3) in the middle of the test"),
     "liar": ("Liar.ClaimsToPass", "3", "host", 1, "prints a fake PASSED banner, fails, exits 0"),
@@ -136,7 +137,7 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     if key == "segv":
         print("about to segfault", flush=True)
         os.kill(os.getpid(), signal.SIGSEGV)
-    if key == "hang":
+    if key in ("hang", "hang2"):
         time.sleep(1000)
     if key == "exit0":
         print("leaving early", flush=True)

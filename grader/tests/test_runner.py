@@ -80,8 +80,10 @@ class EveryVerdictTest(unittest.TestCase):
 
     def test_hang_times_out_quickly_and_others_are_still_graded(self) -> None:
         self.check("Hang.Sleeps", Status.TIMED_OUT, "timed out after 2 s")
+        self.check("Hang.SleepsToo", Status.TIMED_OUT, "timed out after 2 s")
+        # The second hang runs beside the tests after the first: 2 s + 2 s, not more.
         self.assertLess(self.elapsed, 8.0)
-        self.assertEqual(len(self.lab.tests), 18)
+        self.assertEqual(len(self.lab.tests), 19)
 
     def test_a_forged_verdict_is_not_believed(self) -> None:
         self.check("Forger.WritesAPass", Status.CRASHED,
@@ -120,9 +122,9 @@ class EveryVerdictTest(unittest.TestCase):
         steps = [t.step for t in self.lab.tests]
         self.assertEqual(steps, sorted(steps, key=["alpha.1", "alpha.2", "alpha.3", "alpha.perf"].index))
         subtotals = {s.step: (s.score, s.max_score) for s in self.lab.subtotals()}
-        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (3, 13),
+        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (3, 14),
                                      "alpha.perf": (0, 4)})
-        self.assertEqual((self.lab.score, self.lab.max_score), (9, 26))
+        self.assertEqual((self.lab.score, self.lab.max_score), (9, 27))
 
     def test_one_process_runs_tests_until_a_fault_then_a_fresh_one_the_rest(self) -> None:
         pid = {t.id: t.measurements.get("pid") for t in self.lab.tests}
