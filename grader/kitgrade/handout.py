@@ -283,7 +283,13 @@ def tests_fragment(lab: Lab, step: Step, tests: Sequence[protocol.TestSpec]) -> 
 
 
 def hints_fragment(lab: Lab, step: Step) -> str:
-    return "".join(f"{i}. {doc_text(hint)}\n" for i, hint in enumerate(step.hints, 1))
+    """The hints folded one inside the next, like `kit.py hint`: the page shows "Hint 1" closed;
+    opening it shows the first hint and "Hint 2", closed, and so on. HTML <details> that Doxygen
+    passes through, with a blank line after each hint so that its Markdown (code spans) is read."""
+    opened = []
+    for i, hint in enumerate(step.hints, 1):
+        opened.append(f"<details><summary>Hint {i}</summary>\n\n{doc_text(hint)}\n\n")
+    return "".join(opened) + "</details>\n" * len(step.hints)
 
 
 def thresholds_fragment(keys: Sequence[str], bars: Mapping[str, tuple[float, float]]) -> str:

@@ -92,10 +92,16 @@ class Fragments(unittest.TestCase):
         self.assertIn("1 each, 4 in all", texts["01_demo_tests_1.md"])
 
     def test_hints_in_order_and_thresholds_of_the_lab(self) -> None:
-        hints = self.texts["01_demo_hints_2.md"].splitlines()
-        self.assertEqual(len(hints), 3)
-        self.assertTrue(hints[0].startswith("1. first hint of step 2"))
-        self.assertTrue(hints[2].startswith("3. third hint"))
+        text = self.texts["01_demo_hints_2.md"]
+        lines = [line for line in text.splitlines() if line]
+        # Folded one inside the next: Hint 1, its text, Hint 2 (inside 1), ..., then every close.
+        self.assertEqual(lines[0], "<details><summary>Hint 1</summary>")
+        self.assertTrue(lines[1].startswith("first hint of step 2"))
+        self.assertEqual(lines[2], "<details><summary>Hint 2</summary>")
+        self.assertTrue(lines[5].startswith("third hint"))
+        self.assertEqual(lines[6:], ["</details>"] * 3)
+        self.assertLess(text.index("first hint"), text.index("second hint"))
+        self.assertLess(text.index("second hint"), text.index("third hint"))
         bars = self.texts["01_demo_thresholds.md"]
         self.assertIn("| `demo.saxpy_vs_copy` | 0.60 | 0.85 |", bars)
         self.assertNotIn("other.thing", bars)
