@@ -3,7 +3,9 @@
 #
 #   bash setup.sh            CMake, Ninja, a C++ compiler, GoogleTest, Google Benchmark, ccache,
 #                            and the Python package rich (nicer terminal output; optional)
-#   bash setup.sh --docs     the same plus Doxygen, for the documentation site
+#   bash setup.sh --docs     the same plus Doxygen, doxygen-awesome-css, libjs-mathjax and graphviz,
+#                            for the documentation site (Chromium for its screenshots: see
+#                            docs/instructors.md)
 #
 # Only what is missing is installed, from the distribution's packages (they work offline once
 # installed). Without the rights to install (not root, and sudo asks for a password) it prints
@@ -15,7 +17,7 @@ docs=0
 for arg in "$@"; do
   case "$arg" in
     --docs) docs=1 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -29,7 +31,14 @@ command -v python3 >/dev/null || required+=(python3)
 command -v ninja >/dev/null || optional+=(ninja-build)
 [ -f /usr/include/benchmark/benchmark.h ] || optional+=(libbenchmark-dev)
 command -v ccache >/dev/null || optional+=(ccache)
-[ "$docs" = 1 ] && ! command -v doxygen >/dev/null && required+=(doxygen)
+if [ "$docs" = 1 ]; then
+  # The site's theme, its formulas (MathJax, served from the site: no network when reading) and
+  # Graphviz for the figures. Chromium (docs/screenshots.py) is optional and not installed here.
+  command -v doxygen >/dev/null || required+=(doxygen)
+  [ -f /usr/share/doxygen-awesome-css/doxygen-awesome.css ] || optional+=(doxygen-awesome-css)
+  [ -f /usr/share/javascript/mathjax/MathJax.js ] || optional+=(libjs-mathjax)
+  command -v dot >/dev/null || optional+=(graphviz)
+fi
 python3 -c 'import rich' 2>/dev/null || optional+=(python3-rich)
 
 wanted=("${required[@]}" "${optional[@]}")

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import check, reports, runner, sanitize, wrong
+from . import check, reports, runner, sanitize, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult
@@ -155,7 +155,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     if not instructor:
         _section(out, "Documentation site")
-        _docs(build_dir, args.require_docs, tally, out)
+        _docs(root, build_dir, args.require_docs, tally, out)
         return _finish(tally, out)
 
     _section(out, "Every solution passes every step")
@@ -176,7 +176,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out)
 
     _section(out, "Documentation site")
-    _docs(build_dir, args.require_docs, tally, out)
+    _docs(root, build_dir, args.require_docs, tally, out)
 
     _section(out, "Student edition: no answers inside, and its own tests pass")
     _student_edition(root, build_dir, args, seed, tally, out)
@@ -527,7 +527,7 @@ def _expect_all(run: RunResult, what: str, holds: Callable[[TestResult], bool],
         tally.add(lab.error is None, f"{what}: {lab.lab} can be graded {lab.error or ''}", out)
 
 
-def _docs(build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:
+def _docs(root: Path, build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:
     if shutil.which("doxygen") is None:
         tally.add(False if required else None, "documentation site (doxygen not installed)", out)
         return
@@ -539,6 +539,35 @@ def _docs(build_dir: Path, required: bool, tally: Tally, out: TextIO) -> None:
     if not ok:
         out.write(proc.stdout[-4000:])
     tally.add(ok, f"documentation site builds without warnings ({index})", out)
+    if not ok:
+        return
+    html = index.parent
+    missing = site_check.missing_in_html(html)
+    out.write("".join(f"  {m}\n" for m in missing[:20]))
+    tally.add(not missing, f"every figure a page of the site shows is in {html} "
+                           f"({len(missing)} missing)", out)
+    doxyfile = build_dir / "docs" / "Doxyfile"
+    figure_dirs = [Path(d) for d in site_check.doxyfile_list(doxyfile, "IMAGE_PATH")]
+    missing = site_check.missing_images(root / "docs", figure_dirs)
+    out.write("".join(f"  {m}\n" for m in missing[:20]))
+    tally.add(not missing, f"every \\image of docs/**/*.md is in the figures' output "
+                           f"({len(missing)} missing)", out)
+    _screenshots(root, html, build_dir / "docs" / "screenshots", tally, out)
+
+
+def _screenshots(root: Path, html: Path, shots: Path, tally: Tally, out: TextIO) -> None:
+    """docs/screenshots.py with Chromium: the pages can be drawn; without it, not run."""
+    script = root / "docs" / "screenshots.py"
+    proc = subprocess.run([sys.executable, str(script), str(html), str(shots)],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if "not run" in proc.stdout:
+        tally.add(None, "screenshots of the site (not run: no Chromium)", out)
+        out.write("  not run: no Chromium (screenshots of the site)\n")
+        return
+    if proc.returncode != 0:
+        out.write(proc.stdout[-2000:])
+    tally.add(proc.returncode == 0, f"screenshots of the site in {shots}", out)
 
 
 def _finish(tally: Tally, out: TextIO) -> int:
