@@ -299,9 +299,9 @@ def lab03_sectors(path):
             sec = (base + 4 * lane * stride) // 32
             s.line(x0 + lane * lw + (lw - 2) / 2, ly + 22, x0 + (sec - first_sector + 0.5) * sw, my,
                    stroke=DARK, sw=0.7)
-    s.legend(170, 455, [(GREY, "32-byte sector not touched"), (BLUE, "sector fetched, fully used"),
+    s.legend(120, 455, [(GREY, "32-byte sector not touched"), (BLUE, "sector fetched, fully used"),
                         (RED, "sector fetched, 4 of 32 bytes used")], size=13)
-    s.text(960, 455, "ticks: 128-byte lines", size=12, anchor="end")
+    s.text(960, 50, "tick marks: 128-byte lines (4 sectors)", size=12, anchor="end")
     s.save(path)
 
 
@@ -335,7 +335,7 @@ def lab03_banks(path):
         s.text(x0 + 16 * c, y0 + 32 * c + 24,
                "element [r][c] in bank (32 r + c) % 32 = c" if pitch == 32 else
                "element [r][c] in bank (33 r + c) % 32 = (r + c) % 32", anchor="middle", size=13)
-    s.legend(230, 530, [(GREY, "other elements (padding left out)"),
+    s.legend(90, 530, [(GREY, "other elements (padding left out)"),
                         (RED, "column 0, all in bank 0"), (BLUE, "column 0, one per bank")], size=13)
     s.save(path)
 
@@ -346,12 +346,12 @@ def lab04_phases(path):
     m, n, k, t = 96, 96, 70, 32
     phases = ceil_div(k, t)
     u = 3
-    s = Svg(860, 720, "Lab 04: a block's tiles walking along k")
-    s.heading(f"C = A B with k = {k}, tiles of T = {t}: the block of C (tile row 1, tile column 1) "
-              f"takes {phases} phases")
-    # layout: B above C, A left of C
-    ax, ay = 60, 80 + k * u + 40
-    bx, by = ax + k * u + 40, 80
+    s = Svg(1000, 700, "Lab 04: a block's tiles walking along k")
+    s.heading(f"C = A B, k = {k}, T = {t}: the block computing one {t} x {t} tile of C "
+              f"walks k in {phases} phases")
+    # layout: B above C, A left of C; the gaps leave room for the zero padding of the last phase
+    ax, ay = 60, 60 + k * u + 100
+    bx, by = ax + k * u + 100, 60
     cx, cy = bx, ay
     # outlines
     s.rect(ax, ay, k * u, m * u, "#f4f4f4", stroke=DARK, sw=1.5)
@@ -361,6 +361,7 @@ def lab04_phases(path):
     s.text(bx + n * u + 10, by + k * u / 2, f"B ({k} x {n})", size=15, weight="bold")
     s.text(cx + n * u / 2, cy + m * u + 22, f"C ({m} x {n})", anchor="middle", size=15, weight="bold")
     r0, c0 = t, t  # the block's tile
+    tx0, ty0 = 30, 90
     for p in range(phases):
         w = min(t, k - p * t)
         col = PHASES[p % len(PHASES)]
@@ -380,13 +381,18 @@ def lab04_phases(path):
            fill=WHITE, size=13, weight="bold")
     for p in range(phases):
         lo, hi = p * t, min(k, (p + 1) * t) - 1
-        s.text(60, 110 + p * 26, f"phase {p}: k = {lo} .. {hi}" + (
-            f" ({hi - lo + 1} wide, padded with zeros to {t})" if hi - lo + 1 < t else ""),
+        s.text(tx0, ty0 + p * 26, f"phase {p}: k = {lo} .. {hi}" + (
+            f" ({hi - lo + 1} wide," if hi - lo + 1 < t else ""),
             size=14, fill=PHASES[p], weight="bold")
-    s.text(60, 110 + phases * 26 + 10,
+        if hi - lo + 1 < t:
+            s.text(tx0 + 20, ty0 + p * 26 + 20, f"zero-padded to {t})", size=14, fill=PHASES[p],
+                   weight="bold")
+    ty0 += 20
+    s.text(tx0, ty0 + phases * 26 + 10,
            "C tile = " + " + ".join(f"A{p} B{p}" for p in range(phases)), size=15)
-    s.text(60, 110 + phases * 26 + 36, "each phase: copy A_p, B_p to shared,", size=13)
-    s.text(60, 110 + phases * 26 + 54, "barrier, T products per thread, barrier", size=13)
+    s.text(tx0, ty0 + phases * 26 + 36, "each phase: copy A_p and B_p to shared", size=13)
+    s.text(tx0, ty0 + phases * 26 + 54, "memory, barrier, T products per thread,", size=13)
+    s.text(tx0, ty0 + phases * 26 + 72, "barrier; dashed: the zeros of the padding", size=13)
     s.save(path)
 
 
@@ -394,7 +400,7 @@ def lab04_register_blocking(path):
     bm, bk, tm = 64, 8, 8
     threads = bm // tm
     u = 5
-    s = Svg(880, 600, "Lab 04: register blocking")
+    s = Svg(880, 530, "Lab 04: register blocking")
     s.heading(f"a {bm} x {bm} tile of C, {threads} x {threads} = {threads * threads} threads, "
               f"each owning {tm} x {tm} outputs")
     ax, ay = 60, 150
@@ -407,7 +413,8 @@ def lab04_register_blocking(path):
         for kk in range(bk):
             hit = kk == x and ty * tm <= r < (ty + 1) * tm
             s.rect(ax + kk * aw, ay + r * u, aw - 0.5, u - 0.5, ORANGE if hit else GREY)
-    s.text(ax + bk * aw / 2, ay + bm * u + 20, f"A tile ({bm} x {bk})", anchor="middle", size=14,
+    s.text(ax + bk * aw / 2, ay + bm * u + 20, "A tile", anchor="middle", size=14, weight="bold")
+    s.text(ax + bk * aw / 2, ay + bm * u + 38, f"({bm} x {bk})", anchor="middle", size=14,
            weight="bold")
     # B tile (bk x bm)
     bh = 3 * u
@@ -447,10 +454,6 @@ def bar_chart(path, title, rows, label_key, value_key, ylabel, note, colors, ref
     s.heading(title)
     x0, y0, pw, ph = 90, 60, 720, 300
     vmax = max(1.0, max(float(r[value_key]) for r in rows)) * 1.1
-    for i in range(0, 11):
-        v = vmax * i / 10
-        if v > vmax:
-            break
     ticks = [i / 10 for i in range(0, int(vmax * 10) + 1, 2)]
     for v in ticks:
         y = y0 + ph - v / vmax * ph
@@ -468,13 +471,21 @@ def bar_chart(path, title, rows, label_key, value_key, ylabel, note, colors, ref
         bh = v / vmax * ph
         bxx = x0 + i * slot + slot * 0.2
         s.rect(bxx, y0 + ph - bh, slot * 0.6, bh, colors[i % len(colors)])
-        s.text(bxx + slot * 0.3, y0 + ph - bh - 8, f"{v:.3f}", anchor="middle", size=15,
-               weight="bold")
+        inside = bh > 40  # inside the bar (white) when it is tall enough: clear of the 1.0 line
+        s.text(bxx + slot * 0.3, y0 + ph - bh + (24 if inside else -8), f"{v:.3f}", anchor="middle",
+               size=15, weight="bold", fill=WHITE if inside else DARK)
         s.text(bxx + slot * 0.3, y0 + ph + 22, r[label_key], anchor="middle", size=14)
         if r.get("lab"):
             s.text(bxx + slot * 0.3, y0 + ph + 42, f"lab {r['lab']}", anchor="middle", size=13,
                    fill="#666666")
-    s.text(w / 2, h - 14, note, anchor="middle", size=12, fill="#555555")
+    words, lines = note.split(), [""]
+    for word in words:  # wrap the source note at about 110 characters
+        if len(lines[-1]) + len(word) > 110:
+            lines.append("")
+        lines[-1] = (lines[-1] + " " + word).strip()
+    for i, line in enumerate(lines):
+        s.text(w / 2, h - 30 + i * 17 - 17 * (len(lines) - 2), line, anchor="middle", size=12,
+               fill="#555555")
     s.save(path)
 
 
@@ -499,7 +510,7 @@ def bandwidth(path):
 def lab05_branch_lanes(path):
     s = Svg(1000, 330, "Lab 05: two branches on the thread index")
     s.heading("which path each lane takes: per lane vs per warp (threads 0 .. 63, two warps)")
-    lw, x0 = 14, 150
+    lw, x0 = 12, 200
     for panel, (label, fn) in enumerate([("tid % 2 == 0", lambda t: t % 2 == 0),
                                          ("(tid / 32) % 2 == 0", lambda t: (t // 32) % 2 == 0)]):
         y = 80 + panel * 110
@@ -509,14 +520,14 @@ def lab05_branch_lanes(path):
             gap = 10 if t >= 32 else 0
             s.rect(x0 + t * lw + gap, y, lw - 2, 26, BLUE if a else ORANGE)
             s.text(x0 + t * lw + gap + (lw - 2) / 2, y + 18, "A" if a else "B", anchor="middle",
-                   size=10, fill=WHITE)
+                   size=9, fill=WHITE)
         for w in range(2):
             lanes = [fn(t) for t in range(32 * w, 32 * w + 32)]
             paths = len(set(lanes))
             s.text(x0 + (w * 32 + 16) * lw + 10 * w, y + 48,
                    f"warp {w}: {paths} path{'s' if paths > 1 else ''}" +
-                   (" (A then B, each with 16 lanes masked off)" if paths > 1 else
-                    f" ({'A' if lanes[0] else 'B'} only, no lane idle)"),
+                   (": A then B, 16 lanes idle in each" if paths > 1 else
+                    f": {'A' if lanes[0] else 'B'} only, no lane idle"),
                    anchor="middle", size=13, fill=RED if paths > 1 else DARK)
     s.text(500, 300, "both branches send half the threads down each path; only the second keeps "
            "each warp's lanes together", anchor="middle", size=14)
@@ -527,7 +538,7 @@ def lab05_branch_lanes(path):
 def lab05_reduction_tree(path):
     n = 16
     cw, x0 = 50, 80
-    s = Svg(960, 470, "Lab 05: sequential addressing")
+    s = Svg(1060, 470, "Lab 05: sequential addressing")
     s.heading(f"sequential addressing on {n} values: in round s, thread t < s adds partial[t + s]")
     rounds = []
     sv = n // 2
@@ -553,10 +564,10 @@ def lab05_reduction_tree(path):
                        arrow=True)
                 s.line(x0 + t * cw + (cw - 4) / 2, y + (r - 1) * rh + 30,
                        x0 + t * cw + (cw - 4) / 2, y + r * rh - 2, stroke=BLUE, sw=1.5, arrow=True)
-    s.text(480, y + len(rounds) * rh + 60,
+    s.text(530, y + len(rounds) * rh + 60,
            "the active threads stay contiguous (0 .. s-1): with 256 threads a warp is either all "
            "active or all idle", anchor="middle", size=14)
-    s.text(480, y + len(rounds) * rh + 82,
+    s.text(530, y + len(rounds) * rh + 82,
            "until s < 32, so only the last 5 rounds diverge (in one warp each)", anchor="middle",
            size=14)
     s.save(path)
@@ -606,8 +617,8 @@ LIMITER_COLOURS = {"warps": BLUE, "registers": ORANGE, "shared memory": PURPLE, 
 def lab06_occupancy(path, regs=40, smem=20 * 1024):
     sizes = list(range(32, 1025, 32))
     s = Svg(1000, 480, "Lab 06: occupancy vs block size")
-    s.heading(f"occupancy of a kernel with {regs} registers/thread and {smem // 1024} KiB shared "
-              f"memory/block on an H100 SM")
+    s.heading(f"occupancy vs block size on an H100 SM: {regs} registers/thread, "
+              f"{smem // 1024} KiB shared memory/block")
     x0, y0, pw, ph = 80, 60, 880, 300
     for i in range(0, 11, 2):
         v = i / 10
@@ -665,8 +676,9 @@ def lab07_timeline(path, chunks=4):
                        size=13, fill=WHITE, weight="bold")
         yb = top + 14 + 3 * 40
         s.line(x0 + end * unit, top + 8, x0 + end * unit, yb + 4, stroke=RED, sw=2, dash="5,3")
-        s.text(x0 + end * unit + 6, yb + 2, f"done at {end:g} T", size=14, fill=RED,
-               weight="bold")
+        s.text(x0 + end * unit + (6 if end < total_t else -6), yb + 4 if end < total_t else yb + 16,
+               f"done at {end:g} T", size=14, fill=RED, weight="bold",
+               anchor="start" if end < total_t else "end")
         return end
 
     panel(60, "serial: everything in one stream, chunk after chunk",
@@ -681,8 +693,7 @@ def lab07_timeline(path, chunks=4):
         if i % 2 == 0:
             s.text(x0 + tt * unit, ya + 20, f"{tt:g} T", anchor="middle", size=12)
     s.text(x0 - 10, ya + 4, "time", anchor="end", size=13)
-    s.legend(x0, 220, [(colours[c], f"chunk {c}" + (f" / stream {c}" if True else ""))
-                       for c in range(chunks)], size=13)
+    s.legend(x0, 225, [(colours[c], f"chunk {c}") for c in range(chunks)], size=13)
     s.save(path)
 
 
