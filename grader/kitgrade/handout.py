@@ -283,13 +283,12 @@ def tests_fragment(lab: Lab, step: Step, tests: Sequence[protocol.TestSpec]) -> 
 
 
 def hints_fragment(lab: Lab, step: Step) -> str:
-    """The hints folded one inside the next, like `kit.py hint`: the page shows "Hint 1" closed;
-    opening it shows the first hint and "Hint 2", closed, and so on. HTML <details> that Doxygen
-    passes through, with a blank line after each hint so that its Markdown (code spans) is read."""
-    opened = []
-    for i, hint in enumerate(step.hints, 1):
-        opened.append(f"<details><summary>Hint {i}</summary>\n\n{doc_text(hint)}\n\n")
-    return "".join(opened) + "</details>\n" * len(step.hints)
+    """The hints folded, one per level like `kit.py hint`: the page shows "Hint 1", "Hint 2", ...
+    closed, and a click opens one. HTML <details> that Doxygen passes through, each on its own
+    lines with no blank line inside (Doxygen 1.9 ends a <details> at a paragraph break, and does
+    not nest them); the hint is one line, so its Markdown (code spans) is still read."""
+    return "".join(f"<details>\n<summary>Hint {i}</summary>\n{doc_text(hint)}\n</details>\n"
+                   for i, hint in enumerate(step.hints, 1))
 
 
 def thresholds_fragment(keys: Sequence[str], bars: Mapping[str, tuple[float, float]]) -> str:

@@ -93,13 +93,16 @@ class Fragments(unittest.TestCase):
 
     def test_hints_in_order_and_thresholds_of_the_lab(self) -> None:
         text = self.texts["01_demo_hints_2.md"]
-        lines = [line for line in text.splitlines() if line]
-        # Folded one inside the next: Hint 1, its text, Hint 2 (inside 1), ..., then every close.
-        self.assertEqual(lines[0], "<details><summary>Hint 1</summary>")
-        self.assertTrue(lines[1].startswith("first hint of step 2"))
-        self.assertEqual(lines[2], "<details><summary>Hint 2</summary>")
-        self.assertTrue(lines[5].startswith("third hint"))
-        self.assertEqual(lines[6:], ["</details>"] * 3)
+        lines = text.splitlines()
+        # Folded, one <details> per level, in order, with no blank line inside (Doxygen would
+        # end the <details> there): its start, its summary, the hint on one line, its end.
+        self.assertEqual(len(lines), 12, lines)
+        for level in (1, 2, 3):
+            first = 4 * (level - 1)
+            self.assertEqual(lines[first:first + 2], ["<details>", f"<summary>Hint {level}</summary>"])
+            self.assertEqual(lines[first + 3], "</details>")
+        self.assertTrue(lines[2].startswith("first hint of step 2"))
+        self.assertTrue(lines[10].startswith("third hint"))
         self.assertLess(text.index("first hint"), text.index("second hint"))
         self.assertLess(text.index("second hint"), text.index("third hint"))
         bars = self.texts["01_demo_thresholds.md"]
