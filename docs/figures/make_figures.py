@@ -32,6 +32,7 @@ GREY = "#d9d9d9"
 DARK = "#333333"
 WHITE = "#ffffff"
 PHASES = [BLUE, ORANGE, GREEN, PURPLE]
+TEXT_SCALE = 1.2  # small text (below 18) is drawn this much larger: see Svg.text
 
 
 class Svg:
@@ -61,6 +62,10 @@ class Svg:
         self.items.append(f"<line {attrs}/>")
 
     def text(self, x, y, s, size=14, anchor="start", fill=DARK, weight="normal", rotate=None):
+        # The site shows a figure at the width of the text column (about 650 px for a 1000-unit
+        # figure): small text is drawn larger than its nominal size so that it stays readable.
+        if size < 18:
+            size = round(size * TEXT_SCALE, 1)
         attrs = (f'x="{x:.2f}" y="{y:.2f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"'
                  f' font-weight="{weight}"')
         if rotate is not None:
@@ -74,7 +79,7 @@ class Svg:
         for fill, label in entries:
             self.rect(x, y - 12, 16, 16, fill, stroke=DARK, sw=0.5)
             self.text(x + 22, y + 1, label, size=size)
-            x += 22 + 8.2 * len(label) + 26
+            x += 22 + 0.55 * size * TEXT_SCALE * len(label) + 30
 
     def save(self, path):
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
@@ -159,7 +164,7 @@ def lab01_grid_1d(path):
 
 def lab01_block_warps(path):
     bx, by = 16, 4
-    s = Svg(900, 330, "Lab 01: a 16 x 4 block cut into warps")
+    s = Svg(1000, 330, "Lab 01: a 16 x 4 block cut into warps")
     s.heading("blockDim = (16, 4): linear = x + 16 y, warp = linear / 32, lane = linear % 32")
     cw, ch, x0, y0 = 44, 44, 100, 80
     for x in range(bx):
@@ -184,7 +189,7 @@ def lab01_block_warps(path):
         s.line(xr, top + 2 * ch - 5, xr + 10, top + 2 * ch - 5)
         s.text(xr + 16, top + ch + 4, f"warp {warp}", size=15, weight="bold",
                fill=BLUE if warp == 0 else ORANGE)
-    s.text(450, y0 + by * ch + 30, "numbers are lanes; thread (5, 1, 0) (red): linear 5 + 1 x 16 = 21 "
+    s.text(500, y0 + by * ch + 30, "numbers are lanes; thread (5, 1, 0) (red): linear 5 + 1 x 16 = 21 "
            "-> warp 0, lane 21 (not threadIdx.x % 32 = 5)", anchor="middle", size=14)
     s.legend(320, y0 + by * ch + 62, [(BLUE, "warp 0"), (ORANGE, "warp 1")])
     s.save(path)
@@ -201,7 +206,7 @@ def lab02_edge_guard(path):
     corner = (tw - cols) * (th - rows)
     c = 8
     x0, y0 = 70, 80
-    s = Svg(x0 + tw * c + 240, y0 + th * c + 110, "Lab 02: the 2D edge guard")
+    s = Svg(x0 + tw * c + 310, y0 + th * c + 110, "Lab 02: the 2D edge guard")
     s.heading(f"{rows} x {cols} array (rows x cols), blocks of {bw} x {bh}: grid ({gx}, {gy}) = "
               f"{tw} x {th} threads, {tw * th - rows * cols} idle")
     for y in range(th):
@@ -263,8 +268,9 @@ def lab03_sectors(path):
     base = 4096
     first_sector = base // 32
     nsec = 128
-    sw = 920 / nsec
-    x0 = 40
+    width = 900
+    sw = width / nsec
+    x0 = 60
     for panel, stride in enumerate([1, 32]):
         top = 70 + panel * 200
         secs = sectors_for(stride, base)
@@ -274,7 +280,7 @@ def lab03_sectors(path):
                                        f" ({used / (len(secs) * 32):.3g} used)"),
                size=15, weight="bold", fill=BLUE if stride == 1 else RED)
         # lanes
-        lw = 920 / 32
+        lw = width / 32
         ly = top + 14
         for lane in range(32):
             s.rect(x0 + lane * lw, ly, lw - 2, 22, BLUE)
@@ -293,13 +299,13 @@ def lab03_sectors(path):
             s.line(x0 + i * sw - 0.5, my - 4, x0 + i * sw - 0.5, my + 30, sw=1)
         s.text(x0 - 4, my + 18, "mem", size=12, anchor="end")
         s.text(x0, my + 46, f"sector {first_sector} (byte {base})", size=12)
-        s.text(x0 + 920, my + 46, f"sector {first_sector + nsec - 1} (byte {base + 32 * nsec - 1})",
+        s.text(x0 + width, my + 46, f"sector {first_sector + nsec - 1} (byte {base + 32 * nsec - 1})",
                size=12, anchor="end")
         for lane in range(32):
             sec = (base + 4 * lane * stride) // 32
             s.line(x0 + lane * lw + (lw - 2) / 2, ly + 22, x0 + (sec - first_sector + 0.5) * sw, my,
                    stroke=DARK, sw=0.7)
-    s.legend(120, 455, [(GREY, "32-byte sector not touched"), (BLUE, "sector fetched, fully used"),
+    s.legend(70, 455, [(GREY, "32-byte sector not touched"), (BLUE, "sector fetched, fully used"),
                         (RED, "sector fetched, 4 of 32 bytes used")], size=13)
     s.text(960, 50, "tick marks: 128-byte lines (4 sectors)", size=12, anchor="end")
     s.save(path)
@@ -311,16 +317,16 @@ def bank_of(row, col, pitch):
 
 def lab03_banks(path):
     c = 12
-    s = Svg(960, 560, "Lab 03: a 32 x 32 shared tile across the 32 banks")
+    s = Svg(1000, 560, "Lab 03: a 32 x 32 shared tile across the 32 banks")
     s.heading("reading column 0 of a shared tile: 32-way bank conflict vs conflict-free")
     for panel, pitch in enumerate([32, 33]):
-        x0 = 70 + panel * 470
+        x0 = 85 + panel * 490
         y0 = 100
         banks = [bank_of(r, 0, pitch) for r in range(32)]
         passes = max(banks.count(b) for b in set(banks))
         title = (f"tile[32][{pitch}]: column 0 in {len(set(banks))} bank"
                  f"{'s' if len(set(banks)) > 1 else ''} -> {passes} pass{'es' if passes > 1 else ''}")
-        s.text(x0 + 16 * c, y0 - 40, title, anchor="middle", size=15, weight="bold",
+        s.text(x0 + 16 * c, y0 - 44, title, anchor="middle", size=14, weight="bold",
                fill=RED if passes > 1 else BLUE)
         for b in range(0, 32, 4):
             s.text(x0 + b * c + c / 2, y0 - 8, str(b), anchor="middle", size=11)
@@ -400,7 +406,7 @@ def lab04_register_blocking(path):
     bm, bk, tm = 64, 8, 8
     threads = bm // tm
     u = 5
-    s = Svg(880, 530, "Lab 04: register blocking")
+    s = Svg(1000, 530, "Lab 04: register blocking")
     s.heading(f"a {bm} x {bm} tile of C, {threads} x {threads} = {threads * threads} threads, "
               f"each owning {tm} x {tm} outputs")
     ax, ay = 60, 150
@@ -413,9 +419,8 @@ def lab04_register_blocking(path):
         for kk in range(bk):
             hit = kk == x and ty * tm <= r < (ty + 1) * tm
             s.rect(ax + kk * aw, ay + r * u, aw - 0.5, u - 0.5, ORANGE if hit else GREY)
-    s.text(ax + bk * aw / 2, ay + bm * u + 20, "A tile", anchor="middle", size=14, weight="bold")
-    s.text(ax + bk * aw / 2, ay + bm * u + 38, f"({bm} x {bk})", anchor="middle", size=14,
-           weight="bold")
+    s.text(ax + bk * aw / 2, ay - 30, "A tile", anchor="middle", size=14, weight="bold")
+    s.text(ax + bk * aw / 2, ay - 10, f"({bm} x {bk})", anchor="middle", size=14, weight="bold")
     # B tile (bk x bm)
     bh = 3 * u
     for kk in range(bk):
@@ -479,8 +484,8 @@ def bar_chart(path, title, rows, label_key, value_key, ylabel, note, colors, ref
             s.text(bxx + slot * 0.3, y0 + ph + 42, f"lab {r['lab']}", anchor="middle", size=13,
                    fill="#666666")
     words, lines = note.split(), [""]
-    for word in words:  # wrap the source note at about 110 characters
-        if len(lines[-1]) + len(word) > 110:
+    for word in words:  # wrap the source note at about 95 characters
+        if len(lines[-1]) + len(word) > 95:
             lines.append("")
         lines[-1] = (lines[-1] + " " + word).strip()
     for i, line in enumerate(lines):
@@ -555,7 +560,8 @@ def lab05_reduction_tree(path):
             if i < live:
                 s.text(x0 + i * cw + (cw - 4) / 2, y + r * rh + 20, f"[{i}]", anchor="middle",
                        size=12, fill=WHITE)
-        label = "input" if sv is None else f"s = {sv}: threads 0 .. {sv - 1}"
+        label = ("input" if sv is None else f"s = {sv}: threads 0 .. {sv - 1}" if sv > 1 else
+                 "s = 1: thread 0")
         s.text(x0 + n * cw + 6, y + r * rh + 20, label, size=13)
         if sv is not None:
             for t in range(sv):
@@ -616,16 +622,16 @@ LIMITER_COLOURS = {"warps": BLUE, "registers": ORANGE, "shared memory": PURPLE, 
 
 def lab06_occupancy(path, regs=40, smem=20 * 1024):
     sizes = list(range(32, 1025, 32))
-    s = Svg(1000, 480, "Lab 06: occupancy vs block size")
+    s = Svg(1000, 500, "Lab 06: occupancy vs block size")
     s.heading(f"occupancy vs block size on an H100 SM: {regs} registers/thread, "
               f"{smem // 1024} KiB shared memory/block")
-    x0, y0, pw, ph = 80, 60, 880, 300
+    x0, y0, pw, ph = 95, 60, 870, 300
     for i in range(0, 11, 2):
         v = i / 10
         y = y0 + ph - v * ph
         s.line(x0, y, x0 + pw, y, stroke="#e6e6e6")
         s.text(x0 - 8, y + 5, f"{v:.1f}", anchor="end", size=13)
-    s.text(28, y0 + ph / 2, "occupancy (resident warps / 64)", anchor="middle", size=14, rotate=-90)
+    s.text(30, y0 + ph / 2, "occupancy (resident warps / 64)", anchor="middle", size=14, rotate=-90)
     slot = pw / len(sizes)
     for i, b in enumerate(sizes):
         blocks, occ, limiters = occupancy(b, regs, smem)
@@ -641,11 +647,13 @@ def lab06_occupancy(path, regs=40, smem=20 * 1024):
     s.line(x0, y0, x0, y0 + ph, sw=1.5)
     s.text(x0 + pw / 2, y0 + ph + 40, "threads per block (numbers above the bars: resident blocks)",
            anchor="middle", size=14)
-    s.legend(180, y0 + ph + 72, [(c, f"limited by {k}") for k, c in LIMITER_COLOURS.items()],
-             size=13)
-    s.text(500, y0 + ph + 105, "model: 64 warp slots, 32 blocks, 65536 registers in 4 partitions "
-           "(256 per warp granularity), 228 KiB shared (+1 KiB reserved per block, 128 B units)",
-           anchor="middle", size=12, fill="#555555")
+    seen = {lim for b in sizes for lim in occupancy(b, regs, smem)[2]}
+    s.legend(170, y0 + ph + 72, [(c, f"limited by {k}") for k, c in LIMITER_COLOURS.items()
+                                 if k in seen], size=13)
+    s.text(500, y0 + ph + 102, "model: 64 warp slots, 32 blocks, 65536 registers in 4 partitions "
+           "(a warp takes a multiple of 256),", anchor="middle", size=12, fill="#555555")
+    s.text(500, y0 + ph + 120, "228 KiB shared memory (each block: +1 KiB reserved, rounded up "
+           "to 128 B)", anchor="middle", size=12, fill="#555555")
     s.save(path)
 
 
