@@ -19,7 +19,8 @@ What it proves, in order:
    alternative (an entry named right_*, which loses nothing) gets full marks;
 8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
-9. the documentation site builds without a warning;
+9. the documentation site builds without a warning, every figure its pages show is in it
+   (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
 10. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it).
 
@@ -76,7 +77,7 @@ class Tally:
         return len(self.skips)
 
     def add(self, ok: bool | None, what: str, out: TextIO) -> None:
-        """ok None means not run (no GPU, no Doxygen): a skip, never a pass."""
+        """ok None means not run (no GPU, no Doxygen, no Chromium): a skip, never a pass."""
         if ok is None:
             self.skips.append(what)  # listed in the grade tables; one summary line at the end
         elif ok:
@@ -574,7 +575,7 @@ def _finish(tally: Tally, out: TextIO) -> int:
     if tally.failures:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
-        out.write(f"\n{tally.skipped} checks not run (no CUDA device, or no Doxygen): skipped, "
+        out.write(f"\n{tally.skipped} checks not run (no CUDA device, no Doxygen or no Chromium): skipped, "
                   "not passed; --require-gpu / --require-docs make them failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
