@@ -236,6 +236,18 @@ function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
     message(FATAL_ERROR "known-wrong submissions of ${lab}: ${why}")
   endif()
   string(REPLACE "\n" ";" names "${names}")
+  # Mutants of the reference solution (kit.py mutate, grader/kitgrade/mutate.py): each a folder of
+  # files under KIT_MUTANTS_DIR/<lab>/, listed in names.txt there, built like a wrong submission.
+  if(KIT_MUTANTS_DIR AND EXISTS ${KIT_MUTANTS_DIR}/${lab}/names.txt)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 ${KIT_MUTANTS_DIR}/${lab}/names.txt)
+    file(STRINGS ${KIT_MUTANTS_DIR}/${lab}/names.txt mutants)
+    foreach(name IN LISTS mutants)
+      kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
+                    DIRS ${KIT_MUTANTS_DIR}/${lab}/${name} ${lab_dir} SOURCES ${sources}
+                    TESTS ${tests} LIBRARIES ${libraries} GRADER_LIBRARIES ${grader_libraries})
+    endforeach()
+  endif()
   foreach(name IN LISTS names)
     kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
                   DIRS ${out_root}/${name} ${lab_dir} SOURCES ${sources} TESTS ${tests}

@@ -306,7 +306,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
 
 
 INSTRUCTOR_MODULES = ("batch", "noise", "calibrate", "leaderboard", "release", "gradescope",
-                      "new_lab", "bench_grader")
+                      "new_lab", "bench_grader", "mutate")
 """Modules of the instructor-only commands. A student edition (kit.py release) leaves their files
 out, and the command line then simply does not have them."""
 

@@ -9,7 +9,8 @@ Writes the zip Gradescope asks for when an assignment's autograder is configured
   ``/autograder/submission`` on the labs given here (every lab when none is given) through
   ``kit/ci/gradescope/run_autograder``, and hands Gradescope ``results.json``;
 - ``kit/``: the grading copy of the kit, the instructor's copy without ``solutions/``, the
-  known-wrong submissions (``grader/*/wrong.json``), the documentation and the kit's own CI. Hidden tests stay: the
+  known-wrong submissions (``grader/*/wrong.json``), the equivalent mutants
+  (``grader/*/equivalent.json``), the documentation and the kit's own CI. Hidden tests stay: the
   autograder's files are not shown to students. Before the zip is written, every line of the
   reference solutions is looked for in it (as ``kit.py release`` does), and a hit stops it.
 
@@ -31,7 +32,8 @@ from typing import Any
 from . import release
 from .context import UsageError, find_lab
 
-LEFT_OUT = ("solutions/*", "grader/*/wrong.json", ".ci/*", "grader/edition.json", "docs/*")
+LEFT_OUT = ("solutions/*", "grader/*/wrong.json", "grader/*/equivalent.json", ".ci/*",
+            "grader/edition.json", "docs/*")
 """Paths of the instructor's copy that the grading copy leaves out (fnmatch patterns)."""
 
 SETUP_SH = """#!/usr/bin/env bash

@@ -1,0 +1,368 @@
+"""``kit.py mutate LAB``: how many mistakes nobody listed does a lab's grader catch?
+
+Takes the reference solution's student code (only the lines inside its DONE regions) and makes
+mutants, one small change each: a relational operator swapped (``<`` and ``<=``, ``>`` and ``>=``,
+``==`` and ``!=``), an arithmetic one (``+`` and ``-``, ``*`` and ``/``), an integer constant ``c``
+made ``c+1``, ``c-1`` or ``0``, ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` swapped or
+their ``.x``/``.y`` swapped, a bounds ``if`` removed (its statement kept), a ``__syncthreads()``
+removed, a ``size_t`` narrowed to ``unsigned``, a stream argument replaced by ``0``, a
+synchronisation (``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaStreamWaitEvent``,
+``cudaDeviceSynchronize``) dropped. The set is deterministic; ``--sample N`` draws N of them with
+``--seed``, so two runs with the same seed grade the same mutants.
+
+Each mutant is built like a known-wrong submission (its own student library and worker, in the
+build directory ``build-mutate/``; the judge and ``common/`` are built once, and the mutants
+build in parallel) and graded by the lab's grader beside the reference, with one seed. A mutant is
+*killed* when some step it should pass scores less than the reference's; it *survives* when every
+step scores as much. One that does not compile is counted apart. A survivor that cannot change any
+result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x only counts up to n, say) is
+marked in ``grader/NN_name/equivalent.json`` with a one-line reason, and is listed, not counted.
+
+Without a GPU only the host steps can kill a mutant; the score line says so. Exit codes: 0 the run
+finished (whatever the score), 2 usage error, 3 the build of the grader failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import runner
+from .build import BuildError, configure, ensure_built
+from .context import UsageError, find_lab
+from .manifest import Lab
+from .model import RunResult
+
+MUTANTS_VARIABLE = "KIT_MUTANTS_DIR"
+"""CMake cache variable: the folder of mutants (common/cmake/KitLab.cmake builds each one)."""
+DEFAULT_SAMPLE = 60
+EQUIVALENT_FILE = "equivalent.json"
+PREFIX = "mutant_"
+
+_OPEN = re.compile(r"^\s*//\s*DONE\(([\w.]+)\):")
+_CLOSE = re.compile(r"^\s*//\s*END\(([\w.]+)\)")
+
+# (name, pattern, replacement) applied at each match on a line of code (comments and strings left
+# out). Binary operators are matched with the spaces the kit's style puts around them, so template
+# brackets, `<<<` and `->` are never mistaken for comparisons.
+_SWAPS: tuple[tuple[str, str, str], ...] = (
+    ("relational", r" < ", " <= "), ("relational", r" <= ", " < "),
+    ("relational", r" > ", " >= "), ("relational", r" >= ", " > "),
+    ("relational", r" == ", " != "), ("relational", r" != ", " == "),
+    ("arithmetic", r" \+ ", " - "), ("arithmetic", r" - ", " + "),
+    ("arithmetic", r" \* ", " / "), ("arithmetic", r" / ", " * "),
+    ("cuda index", r"\bthreadIdx\b", "blockIdx"), ("cuda index", r"\bblockIdx\b", "threadIdx"),
+    ("cuda index", r"\bblockDim\b", "gridDim"), ("cuda index", r"\bgridDim\b", "blockDim"),
+    ("cuda axis", r"\b((?:threadIdx|blockIdx|blockDim|gridDim)\.)x\b", r"\1y"),
+    ("cuda axis", r"\b((?:threadIdx|blockIdx|blockDim|gridDim)\.)y\b", r"\1x"),
+    ("narrowing", r"\b(?:std::)?size_t\b", "unsigned"),
+    ("stream", r", stream\)", ", 0)"), ("stream", r"\bstream>>>", "0>>>"),
+)
+_CONSTANT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+_BOUNDS_IF = re.compile(r"^(\s*)if \((.*)\) (?!\{)(.+;)\s*$")
+_DROPPED = re.compile(r"__syncthreads\(\)|cuda(StreamSynchronize|EventSynchronize|StreamWaitEvent|"
+                      r"DeviceSynchronize)\(")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    region: str
+    line: int
+    """1-based line in the solution file."""
+    operator: str
+    before: str
+    after: str
+
+    def diff(self) -> str:
+        return f"{self.file}:{self.line}: {self.before.strip()}  ->  {self.after.strip()}"
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.file, self.before.strip(), self.after.strip())
+
+
+def _code_part(line: str) -> tuple[str, str]:
+    """(code, comment) of a line: the comment from `//` on, outside string literals."""
+    in_string = False
+    for i, c in enumerate(line):
+        if c == '"' and (i == 0 or line[i - 1] != "\\"):
+            in_string = not in_string
+        elif not in_string and line.startswith("//", i):
+            return line[:i], line[i:]
+    return line, ""
+
+
+def _strings(code: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(r'"(?:\\.|[^"\\])*"', code)]
+
+
+def line_mutants(line: str) -> Iterator[tuple[str, str]]:
+    """(operator, mutated line) for every change the operators make to one line of code."""
+    code, comment = _code_part(line)
+    if not code.strip() or code.strip().startswith("#"):
+        return
+    quoted = _strings(code)
+
+    def outside(at: int) -> bool:
+        return not any(a <= at < b for a, b in quoted)
+
+    for operator, pattern, replacement in _SWAPS:
+        for m in re.finditer(pattern, code):
+            if outside(m.start()):
+                yield operator, code[:m.start()] + m.expand(replacement) + code[m.end():] + comment
+    for m in _CONSTANT.finditer(code):
+        if not outside(m.start()):
+            continue
+        value = int(m.group(1))
+        for new in sorted({value + 1, value - 1, 0} - {value} - ({-1} if value == 0 else set())):
+            yield "constant", code[:m.start()] + str(new) + code[m.end():] + comment
+    bounds = _BOUNDS_IF.match(code)
+    if bounds:
+        yield "bounds if", f"{bounds.group(1)}{bounds.group(3)}{comment}"
+    if _DROPPED.search(code) and code.rstrip().endswith(";"):
+        indent = code[:len(code) - len(code.lstrip())]
+        what = "barrier" if "__syncthreads" in code else "synchronisation"
+        yield f"{what} dropped", f"{indent}// (mutant: dropped) {code.strip()}{comment}"
+
+
+def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
+    """Every mutant of the reference solution's DONE regions, in a stable order."""
+    found: list[Mutant] = []
+    for file in lab.student_files:
+        path = root / "solutions" / lab.id / file
+        if not path.is_file():
+            continue
+        region: str | None = None
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _OPEN.match(line):
+                region = _OPEN.match(line).group(1)  # type: ignore[union-attr]
+                continue
+            if _CLOSE.match(line):
+                region = None
+                continue
+            if region is None:
+                continue
+            for operator, after in line_mutants(line):
+                found.append(Mutant("", file, region, number, operator, line, after))
+    return [Mutant(f"{PREFIX}{i:04d}", m.file, m.region, m.line, m.operator, m.before, m.after)
+            for i, m in enumerate(found, 1)]
+
+
+def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
+    """`n` of the mutants drawn with `seed` (all when n is None or not smaller), in their order."""
+    if n is None or n >= len(mutants):
+        return list(mutants)
+    chosen = sorted(random.Random(seed).sample(range(len(mutants)), n))
+    return [mutants[i] for i in chosen]
+
+
+def load_equivalent(root: Path, lab: Lab) -> dict[tuple[str, str, str], str]:
+    """grader/NN_name/equivalent.json: [{"file", "line", "mutant", "reason"}] -> reason by key."""
+    path = root / "grader" / lab.id / EQUIVALENT_FILE
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    marks = {}
+    for i, item in enumerate(data.get("equivalent", [])):
+        if not all(isinstance(item.get(k), str) and item[k] for k in ("file", "line", "mutant",
+                                                                      "reason")):
+            raise UsageError(f"{path}: equivalent[{i}] needs file, line, mutant and reason")
+        marks[(item["file"], item["line"].strip(), item["mutant"].strip())] = item["reason"]
+    return marks
+
+
+def write_mutants(root: Path, lab: Lab, mutants: Sequence[Mutant], out_dir: Path) -> None:
+    """out_dir/<lab>/<name>/<file> for each mutant (only the mutated file; the others come from
+    the solution through the lab's folders) and out_dir/<lab>/names.txt, read by CMake."""
+    lab_dir = out_dir / lab.id
+    if lab_dir.exists():
+        shutil.rmtree(lab_dir)
+    lab_dir.mkdir(parents=True)
+    for m in mutants:
+        lines = (root / "solutions" / lab.id / m.file).read_text(encoding="utf-8").split("\n")
+        assert lines[m.line - 1] == m.before
+        lines[m.line - 1] = m.after
+        target = lab_dir / m.name / m.file
+        target.parent.mkdir(parents=True)
+        target.write_text("\n".join(lines), encoding="utf-8")
+        # The other student files: the solution's, so the mutant differs in one line only.
+        for other in lab.student_files:
+            source = root / "solutions" / lab.id / other
+            if other != m.file and source.is_file():
+                shutil.copyfile(source, lab_dir / m.name / other)
+    (lab_dir / "names.txt").write_text("".join(f"{m.name}\n" for m in mutants), encoding="utf-8")
+
+
+@dataclass
+class Verdict:
+    mutant: Mutant
+    status: str
+    """killed, survived, equivalent or not compiled."""
+    why: str = ""
+
+
+@dataclass
+class Report:
+    lab: Lab
+    verdicts: list[Verdict] = field(default_factory=list)
+    gpu: bool = False
+    total_mutants: int = 0
+
+    def count(self, status: str, step: str | None = None) -> int:
+        return sum(1 for v in self.verdicts if v.status == status and
+                   (step is None or v.mutant.region == step))
+
+    @property
+    def score_line(self) -> str:
+        killed, survived = self.count("killed"), self.count("survived")
+        n = killed + survived
+        pct = f"{100.0 * killed / n:.0f}%" if n else "n/a"
+        where = "" if self.gpu else " (no GPU: only host steps could kill)"
+        return f"mutation score: {killed}/{n} killed ({pct}){where}"
+
+    def table(self) -> str:
+        rows = ["| step | mutants | killed | survived | equivalent | not compiled |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for step in sorted({v.mutant.region for v in self.verdicts}):
+            counts = [self.count(s, step) for s in ("killed", "survived", "equivalent",
+                                                    "not compiled")]
+            rows.append(f"| {step} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+        return "\n".join(rows)
+
+    def markdown(self) -> str:
+        lines = [f"# Mutation run of {self.lab.id}", "",
+                 f"{len(self.verdicts)} of {self.total_mutants} mutants graded.", "",
+                 self.table(), "", self.score_line, ""]
+        for status, title in (("survived", "Survivors"), ("equivalent", "Marked equivalent"),
+                              ("not compiled", "Not compiled")):
+            chosen = [v for v in self.verdicts if v.status == status]
+            if chosen:
+                lines += [f"## {title}", ""]
+                lines += [f"- `{v.mutant.diff()}` ({v.mutant.operator})"
+                          f"{': ' + v.why if v.why else ''}" for v in chosen]
+                lines.append("")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lab": self.lab.id, "gpu": self.gpu, "score": self.score_line,
+                "mutants": self.total_mutants,
+                "verdicts": [{"name": v.mutant.name, "file": v.mutant.file, "line": v.mutant.line,
+                              "step": v.mutant.region, "operator": v.mutant.operator,
+                              "diff": v.mutant.diff(), "status": v.status, "why": v.why}
+                             for v in self.verdicts]}
+
+
+def judge(mutant: Mutant, reference: dict[str, float], graded: dict[str, float] | None,
+          error: str | None) -> Verdict:
+    """Killed when a step the mutant should pass (the reference's score there) scores less."""
+    if graded is None:
+        return Verdict(mutant, "killed", f"not graded: {error}")
+    lost = [step for step, points in reference.items() if graded.get(step, 0.0) < points]
+    if lost:
+        return Verdict(mutant, "killed", "loses " + ", ".join(lost))
+    return Verdict(mutant, "survived")
+
+
+def step_scores(run: RunResult, index: int) -> dict[str, float] | None:
+    lab = run.labs[index]
+    if lab.error is not None:
+        return None
+    return {s.step: s.score for s in lab.subtotals()}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "mutate", help="mutation score of a lab's grader (instructors)", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lab", metavar="LAB", help='a lab: "06", "06_occupancy" or "occupancy"')
+    parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
+                        help=f"mutants to grade, drawn with --seed (default {DEFAULT_SAMPLE}; "
+                             "0: all)")
+    parser.add_argument("--seed", type=int, default=1, help="draws the sample and seeds the tests")
+    parser.add_argument("--jobs", type=int, default=8, help="tests run side by side")
+    parser.add_argument("--build-dir", type=Path, help="default: <repo>/build-mutate")
+    parser.add_argument("--report-dir", type=Path,
+                        help="writes mutation.md and mutation.json there (default: the build dir)")
+    parser.set_defaults(handler=_cmd_mutate)
+
+
+def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
+    lab = find_lab(ctx.manifest(), args.lab)
+    root: Path = ctx.root
+    if not (root / "solutions" / lab.id).is_dir():
+        raise UsageError("mutate needs the reference solutions (the instructor's copy of the kit)")
+    build_dir = (args.build_dir or root / "build-mutate").absolute()
+    mutants_dir = build_dir / "mutants"
+    everything = enumerate_mutants(root, lab)
+    chosen = sample(everything, args.sample or None, args.seed)
+    equivalent = load_equivalent(root, lab)
+    report = Report(lab, total_mutants=len(everything))
+    marked = [m for m in chosen if m.key() in equivalent]
+    to_build = [m for m in chosen if m.key() not in equivalent]
+    out = ctx.stdout
+    out.write(f"mutate {lab.id}: {len(everything)} mutants, {len(chosen)} drawn with seed "
+              f"{args.seed}, {len(marked)} marked equivalent\n")
+    start = time.monotonic()
+    write_mutants(root, lab, to_build, mutants_dir)
+    try:
+        configure(root, build_dir, f"-D{MUTANTS_VARIABLE}={mutants_dir}", "-DKIT_BUILD_DOCS=OFF",
+                  "-DKIT_BUILD_BENCHMARKS=OFF", out=out, quiet=True)
+        ensure_built(root, build_dir, [f"grade_{lab.id}", f"reference_{lab.id}"], out=out,
+                     quiet=True)
+    except BuildError as err:
+        ctx.stderr.write(f"mutate: the grader of {lab.id} does not build: {err}\n")
+        return 3
+    # The mutants, all at once and side by side; one that does not compile does not stop the rest.
+    subprocess.run(["cmake", "--build", str(build_dir), "--target",
+                    *[f"wrong_{lab.id}_{m.name}" for m in to_build], "--", "-k", "0"],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    built_at = time.monotonic()
+    targets = {m.name: runner.lab_target(root, build_dir, lab, "student", wrong=m.name)
+               for m in to_build}
+    compiled = [m for m in to_build
+                if targets[m.name].worker is None or targets[m.name].worker.is_file()]
+    reference = runner.run([runner.lab_target(root, build_dir, lab, "reference")],
+                           runner.RunOptions("reference", args.seed, args.jobs))
+    report.gpu = reference.gpu_available
+    ref_scores = step_scores(reference, 0)
+    if ref_scores is None:
+        ctx.stderr.write(f"mutate: the reference of {lab.id} could not be graded: "
+                         f"{reference.labs[0].error}\n")
+        return 3
+    graded = runner.run([targets[m.name] for m in compiled],
+                        runner.RunOptions("student", args.seed, args.jobs)) if compiled else None
+    verdict_of = {}
+    for i, m in enumerate(compiled):
+        assert graded is not None
+        verdict_of[m.name] = judge(m, ref_scores, step_scores(graded, i), graded.labs[i].error)
+    for m in chosen:
+        if m.key() in equivalent:
+            report.verdicts.append(Verdict(m, "equivalent", equivalent[m.key()]))
+        elif m.name in verdict_of:
+            report.verdicts.append(verdict_of[m.name])
+        else:
+            report.verdicts.append(Verdict(m, "not compiled"))
+    report_dir = (args.report_dir or build_dir).absolute()
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "mutation.md").write_text(report.markdown(), encoding="utf-8")
+    (report_dir / "mutation.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
+                                              encoding="utf-8")
+    out.write(report.table() + "\n")
+    for v in report.verdicts:
+        if v.status == "survived":
+            out.write(f"  survived: {v.mutant.diff()[:74]}\n")
+    out.write(f"built in {built_at - start:.0f} s, graded in {time.monotonic() - built_at:.0f} s; "
+              f"report: {report_dir / 'mutation.md'}\n")
+    out.write(report.score_line + "\n")
+    return 0

@@ -1,0 +1,132 @@
+"""kit.py mutate: the mutants made from a line, the stable sample, and what kills a mutant."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+from kitgrade import mutate
+from kitgrade.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mutants_of(line: str) -> list[tuple[str, str]]:
+    return list(mutate.line_mutants(line))
+
+
+class LineMutantsTest(unittest.TestCase):
+    def test_relational_and_arithmetic_operators_swap(self) -> None:
+        got = mutants_of("  if (k < m) v[k] = b * p[k] + q[k];")
+        self.assertIn(("relational", "  if (k <= m) v[k] = b * p[k] + q[k];"), got)
+        self.assertIn(("arithmetic", "  if (k < m) v[k] = b / p[k] + q[k];"), got)
+        self.assertIn(("arithmetic", "  if (k < m) v[k] = b * p[k] - q[k];"), got)
+        self.assertIn(("bounds if", "  v[k] = b * p[k] + q[k];"), got)
+
+    def test_templates_launches_and_arrows_are_not_comparisons(self) -> None:
+        got = mutants_of("  kernel<<<grid, block, 0, stream>>>(p->n, static_cast<int>(k));")
+        self.assertFalse([m for op, m in got if op == "relational"], got)
+        self.assertIn(("stream", "  kernel<<<grid, block, 0, 0>>>(p->n, static_cast<int>(k));"),
+                      got)
+
+    def test_constants_become_plus_one_minus_one_and_zero(self) -> None:
+        got = [m for op, m in mutants_of("  return (n + 255) / 256;") if op == "constant"]
+        self.assertEqual(sorted(got), sorted([
+            "  return (n + 256) / 256;", "  return (n + 254) / 256;", "  return (n + 0) / 256;",
+            "  return (n + 255) / 257;", "  return (n + 255) / 255;", "  return (n + 255) / 0;"]))
+
+    def test_cuda_builtins_and_axes_swap(self) -> None:
+        got = [m for _, m in mutants_of("  const int i = blockIdx.x * blockDim.x + threadIdx.x;")]
+        self.assertIn("  const int i = threadIdx.x * blockDim.x + threadIdx.x;", got)
+        self.assertIn("  const int i = blockIdx.x * gridDim.x + threadIdx.x;", got)
+        self.assertIn("  const int i = blockIdx.y * blockDim.x + threadIdx.x;", got)
+
+    def test_barriers_and_synchronisations_are_dropped(self) -> None:
+        self.assertEqual(mutants_of("    __syncthreads();"),
+                         [("barrier dropped", "    // (mutant: dropped) __syncthreads();")])
+        got = mutants_of("  KIT_CUDA_CHECK(cudaStreamSynchronize(s));")
+        self.assertIn(("synchronisation dropped",
+                       "  // (mutant: dropped) KIT_CUDA_CHECK(cudaStreamSynchronize(s));"), got)
+
+    def test_comments_strings_and_preprocessor_lines_are_left_alone(self) -> None:
+        self.assertEqual(mutants_of("  // i < n and 1 + 2"), [])
+        self.assertEqual(mutants_of("#include <vector>"), [])
+        got = [m for _, m in mutants_of('  throw std::invalid_argument("n < 1"); // 2 + 2')]
+        self.assertFalse([m for m in got if '"n <= 1"' in m or "2 - 2" in m], got)
+
+    def test_size_t_narrows_to_unsigned(self) -> None:
+        self.assertIn(("narrowing", "  unsigned i = 0;"), mutants_of("  std::size_t i = 0;"))
+
+
+class EnumerateTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("06_occupancy")
+        assert self.lab is not None
+
+    def test_every_mutant_is_inside_a_done_region_and_changes_one_line(self) -> None:
+        mutants = mutate.enumerate_mutants(ROOT, self.lab)
+        self.assertGreater(len(mutants), 20)
+        for m in mutants:
+            lines = (ROOT / "solutions" / self.lab.id / m.file).read_text().splitlines()
+            self.assertEqual(lines[m.line - 1], m.before)
+            self.assertNotEqual(m.before, m.after)
+            self.assertTrue(m.region.startswith("occupancy."), m)
+
+    def test_the_sample_is_the_same_for_a_seed(self) -> None:
+        mutants = mutate.enumerate_mutants(ROOT, self.lab)
+        first = [m.name for m in mutate.sample(mutants, 10, 7)]
+        self.assertEqual(first, [m.name for m in mutate.sample(mutants, 10, 7)])
+        self.assertNotEqual(first, [m.name for m in mutate.sample(mutants, 10, 8)])
+        self.assertEqual(len(mutate.sample(mutants, None, 7)), len(mutants))
+
+    def test_written_mutants_differ_from_the_solution_in_their_line_only(self) -> None:
+        mutants = mutate.sample(mutate.enumerate_mutants(ROOT, self.lab), 3, 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            mutate.write_mutants(ROOT, self.lab, mutants, Path(tmp))
+            names = (Path(tmp) / self.lab.id / "names.txt").read_text().split()
+            self.assertEqual(names, [m.name for m in mutants])
+            for m in mutants:
+                solution = (ROOT / "solutions" / self.lab.id / m.file).read_text().split("\n")
+                written = (Path(tmp) / self.lab.id / m.name / m.file).read_text().split("\n")
+                changed = [i for i, (a, b) in enumerate(zip(solution, written)) if a != b]
+                self.assertEqual(changed, [m.line - 1])
+
+    def test_equivalent_marks_need_a_reason(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "grader" / self.lab.id).mkdir(parents=True)
+            path = root / "grader" / self.lab.id / mutate.EQUIVALENT_FILE
+            path.write_text(json.dumps({"equivalent": [
+                {"file": "a.cpp", "line": " x < n ", "mutant": "x != n", "reason": "x counts up"}]}))
+            self.assertEqual(mutate.load_equivalent(root, self.lab),
+                             {("a.cpp", "x < n", "x != n"): "x counts up"})
+            path.write_text(json.dumps({"equivalent": [{"file": "a.cpp", "line": "x"}]}))
+            with self.assertRaises(Exception):
+                mutate.load_equivalent(root, self.lab)
+
+
+class JudgeTest(unittest.TestCase):
+    MUTANT = mutate.Mutant("mutant_0001", "a.cpp", "alpha.1", 3, "relational", "a < b", "a <= b")
+
+    def test_a_mutant_is_killed_when_a_step_scores_less_than_the_reference(self) -> None:
+        reference = {"alpha.1": 5.0, "alpha.2": 0.0}
+        self.assertEqual(mutate.judge(self.MUTANT, reference, {"alpha.1": 5.0, "alpha.2": 0.0},
+                                      None).status, "survived")
+        killed = mutate.judge(self.MUTANT, reference, {"alpha.1": 3.0, "alpha.2": 0.0}, None)
+        self.assertEqual((killed.status, killed.why), ("killed", "loses alpha.1"))
+        self.assertEqual(mutate.judge(self.MUTANT, reference, None, "no binary").status, "killed")
+
+    def test_the_score_line_leaves_out_equivalent_and_uncompiled_mutants(self) -> None:
+        lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("06_occupancy")
+        report = mutate.Report(lab, [mutate.Verdict(self.MUTANT, s) for s in
+                                     ("killed", "killed", "killed", "survived", "equivalent",
+                                      "not compiled")], gpu=True, total_mutants=6)
+        self.assertEqual(report.score_line, "mutation score: 3/4 killed (75%)")
+        self.assertIn("| alpha.1 | 6 | 3 | 1 | 1 | 1 |", report.table())
+        self.assertIn("a.cpp:3: a < b  ->  a <= b", report.markdown())
+
+
+if __name__ == "__main__":
+    unittest.main()
