@@ -402,6 +402,52 @@ def lab04_phases(path):
     s.save(path)
 
 
+def lab04_reuse(path):
+    """Naive: every thread fetches its own row of A and column of B. Tiled: a block of T x T
+    threads fetches T rows of A and T columns of B once, and each value serves T threads."""
+    s = Svg(1000, 570, "Lab 04: why tiling reuses data")
+    s.heading("Who fetches what from global memory")
+    u, n, t = 5, 32, 8  # matrices of n x n cells of u units; the tile is t x t cells
+    panels = (
+        (60, "Naive: one thread alone",
+         ("thread (r, c) fetches row r of A and column c", "of B itself: 2 loads per FMA, and every value",
+          "is fetched again by each thread that needs it")),
+        (540, f"Tiled: a block of T x T threads (T = {t})",
+         ("the block fetches T rows of A and T columns of B", "once: 2 / T loads per FMA, each value serving",
+          "the T threads of its row or column")))
+    for panel, (x0, title, notes) in enumerate(panels):
+        y0 = 90
+        s.text(x0, y0 - 30, title, size=16, weight="bold")
+        ax, ay = x0, y0 + n * u + 20     # A below-left, B above-right, C below-right
+        bx, by = x0 + n * u + 20, y0
+        cx, cy = bx, ay
+        for (x, y, name) in ((ax, ay, "A"), (bx, by, "B"), (cx, cy, "C")):
+            s.rect(x, y, n * u, n * u, "#f4f4f4", stroke=DARK, sw=1.2)
+            s.text(x + n * u / 2, y + n * u + 18, name, anchor="middle", size=14, weight="bold")
+        if panel == 0:
+            r, c = 12, 20
+            s.rect(ax, ay + r * u, n * u, u, BLUE)
+            s.rect(bx + c * u, by, u, n * u, BLUE)
+            s.rect(cx + c * u, cy + r * u, u, u, RED)
+            s.line(ax + n * u + 4, ay + r * u + u / 2, cx + c * u - 2, cy + r * u + u / 2,
+                   stroke=BLUE, sw=1.5, arrow=True)
+            s.line(bx + c * u + u / 2, by + n * u + 4, cx + c * u + u / 2, cy + r * u - 2,
+                   stroke=BLUE, sw=1.5, arrow=True)
+        else:
+            r0, c0 = 8, 16
+            s.rect(ax, ay + r0 * u, n * u, t * u, BLUE, opacity=0.85)
+            s.rect(bx + c0 * u, by, t * u, n * u, BLUE, opacity=0.85)
+            s.rect(cx + c0 * u, cy + r0 * u, t * u, t * u, RED)
+            s.line(ax + n * u + 4, ay + (r0 + t / 2) * u, cx + c0 * u - 2, cy + (r0 + t / 2) * u,
+                   stroke=BLUE, sw=2.5, arrow=True)
+            s.line(bx + (c0 + t / 2) * u, by + n * u + 4, bx + (c0 + t / 2) * u, cy + r0 * u - 2,
+                   stroke=BLUE, sw=2.5, arrow=True)
+        for i, line in enumerate(notes):
+            s.text(x0, cy + n * u + 50 + 20 * i, line, size=12)
+    s.legend(60, 555, [(BLUE, "fetched from global memory"), (RED, "what it computes (C)")], size=12)
+    s.save(path)
+
+
 def lab04_register_blocking(path):
     bm, bk, tm = 64, 8, 8
     threads = bm // tm
@@ -711,6 +757,7 @@ FIGURES = {
     "lab02_edge_guard.svg": lab02_edge_guard,
     "lab03_sectors.svg": lab03_sectors,
     "lab03_banks.svg": lab03_banks,
+    "lab04_reuse.svg": lab04_reuse,
     "lab04_phases.svg": lab04_phases,
     "lab04_register_blocking.svg": lab04_register_blocking,
     "lab04_ladder.svg": lab04_ladder,
