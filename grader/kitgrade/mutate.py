@@ -12,9 +12,11 @@ synchronisation (``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaStre
 
 Each mutant is built like a known-wrong submission (its own student library and worker, in the
 build directory ``build-mutate/``; the judge and ``common/`` are built once, and the mutants
-build in parallel) and graded by the lab's grader beside the reference, with one seed. A mutant is
-*killed* when some step it should pass scores less than the reference's; it *survives* when every
-step scores as much. One that does not compile is counted apart. A survivor that cannot change any
+build in parallel) and graded by the lab's grader beside the reference, with one seed: the host
+tests of every mutant first, then, with a GPU, the rest for the mutants still alive, each mutant
+stopping at its first failure (runner.RunOptions.fail_fast, kinds). A mutant is *killed* when a
+test the reference passes fails, crashes or times out; it *survives* otherwise. One that does not
+compile is counted apart. A survivor that cannot change any
 result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x only counts up to n, say) is
 marked in ``grader/NN_name/equivalent.json`` with a one-line reason, and is listed, not counted.
 
@@ -40,7 +42,7 @@ from . import runner
 from .build import BuildError, configure, ensure_built
 from .context import UsageError, find_lab
 from .manifest import Lab
-from .model import RunResult
+from .model import RunResult, Status, TestResult
 
 MUTANTS_VARIABLE = "KIT_MUTANTS_DIR"
 """CMake cache variable: the folder of mutants (common/cmake/KitLab.cmake builds each one)."""
@@ -262,22 +264,22 @@ class Report:
                              for v in self.verdicts]}
 
 
-def judge(mutant: Mutant, reference: dict[str, float], graded: dict[str, float] | None,
+def judge(mutant: Mutant, reference: dict[str, Status], graded: dict[str, TestResult] | None,
           error: str | None) -> Verdict:
-    """Killed when a step the mutant should pass (the reference's score there) scores less."""
+    """Killed when a test the reference passes fails, crashes or times out for the mutant. Tests
+    not run (not selected, no GPU, after a failure when failing fast) decide nothing."""
     if graded is None:
         return Verdict(mutant, "killed", f"not graded: {error}")
-    lost = [step for step, points in reference.items() if graded.get(step, 0.0) < points]
-    if lost:
-        return Verdict(mutant, "killed", "loses " + ", ".join(lost))
+    for test_id, status in reference.items():
+        test = graded.get(test_id)
+        if status is Status.PASSED and test is not None and test.status.is_problem:
+            return Verdict(mutant, "killed", f"{test.step}: {test.id} {test.status.value}")
     return Verdict(mutant, "survived")
 
 
-def step_scores(run: RunResult, index: int) -> dict[str, float] | None:
+def test_results(run: RunResult, index: int) -> dict[str, TestResult] | None:
     lab = run.labs[index]
-    if lab.error is not None:
-        return None
-    return {s.step: s.score for s in lab.subtotals()}
+    return None if lab.error is not None else {t.id: t for t in lab.tests}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -335,17 +337,26 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
     reference = runner.run([runner.lab_target(root, build_dir, lab, "reference")],
                            runner.RunOptions("reference", args.seed, args.jobs))
     report.gpu = reference.gpu_available
-    ref_scores = step_scores(reference, 0)
-    if ref_scores is None:
+    if reference.labs[0].error is not None:
         ctx.stderr.write(f"mutate: the reference of {lab.id} could not be graded: "
                          f"{reference.labs[0].error}\n")
         return 3
-    graded = runner.run([targets[m.name] for m in compiled],
-                        runner.RunOptions("student", args.seed, args.jobs)) if compiled else None
-    verdict_of = {}
-    for i, m in enumerate(compiled):
-        assert graded is not None
-        verdict_of[m.name] = judge(m, ref_scores, step_scores(graded, i), graded.labs[i].error)
+    ref_status = {t.id: t.status for t in reference.labs[0].tests}
+    # Host tests first, every mutant, stopping each at its first failure; only the mutants they
+    # leave alive go on to the GPU tests (with a GPU), again stopping at the first failure.
+    verdict_of: dict[str, Verdict] = {}
+    alive = compiled
+    passes = [frozenset({"host"})] + ([None] if reference.gpu_available else [])
+    for kinds in passes:
+        if not alive:
+            break
+        graded = runner.run([targets[m.name] for m in alive],
+                            runner.RunOptions("student", args.seed, args.jobs, fail_fast=True,
+                                              kinds=kinds))
+        for i, m in enumerate(alive):
+            verdict_of[m.name] = judge(m, ref_status, test_results(graded, i),
+                                       graded.labs[i].error)
+        alive = [m for m in alive if verdict_of[m.name].status == "survived"]
     for m in chosen:
         if m.key() in equivalent:
             report.verdicts.append(Verdict(m, "equivalent", equivalent[m.key()]))

@@ -188,14 +188,14 @@ OutcomeCallback = Callable[[str, Outcome], None]
 
 def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
               extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None,
-              stop_on_timeout: bool = False) -> dict[str, Outcome]:
+              stop: Callable[[Outcome], bool] | None = None) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
     Every process ends with a test judged (or with a broken context reported), so at most
-    len(test_ids) processes run. `stop_on_timeout`: return as soon as a test timed out, leaving
-    the tests after it unrun (the caller runs them side by side: one mistake in a shared
-    function often hangs every test that calls it, and their limits should not add up)."""
+    len(test_ids) processes run. `stop`: return as soon as a test's outcome satisfies it, leaving
+    the tests after it unrun for the caller (a timeout: the caller runs the rest side by side;
+    a failure, when failing fast)."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -206,12 +206,12 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
 
     left = list(test_ids)
     while left:
-        blame = _run_process(binary, left, seed, timeout_s, extra, give, stop_on_timeout)
+        blame = _run_process(binary, left, seed, timeout_s, extra, give, stop)
         left = [t for t in left if t not in outcomes]
         if left and blame is not None:
             give(left[0], blame)
             left = left[1:]
-        if stop_on_timeout and any(o.status is Status.TIMED_OUT for o in outcomes.values()):
+        if stop is not None and any(stop(o) for o in outcomes.values()):
             break
     return outcomes
 
@@ -223,8 +223,8 @@ def run_test(binary: Path, test_id: str, seed: int, timeout_s: float,
 
 
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
-                 extra: Sequence[str], give: OutcomeCallback, stop_on_timeout: bool = False
-                 ) -> Outcome | None:
+                 extra: Sequence[str], give: OutcomeCallback,
+                 stop: Callable[[Outcome], bool] | None = None) -> Outcome | None:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
     timed out, exited early, forged a verdict), or None when nobody is to blame: every test was
@@ -246,7 +246,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         judged: set[str] = set()
         seen: set[str] = set()
         last_broke = False
-        halted = False  # a test timed out and stop_on_timeout: the rest are the caller's
+        halted = False  # an outcome met `stop`: the tests left are the caller's
         since = time.monotonic()
 
         def in_flight() -> str:
@@ -256,6 +256,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             """Reads new verdict files; returns why one is not authentic (None: all are)."""
             nonlocal since, last_broke, halted
             for path in sorted(verdicts.glob("*.json")):
+                if halted:
+                    break  # the tests after the one that met `stop` are the caller's
                 if path.name in seen:
                     continue
                 seen.add(path.name)
@@ -274,7 +276,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 judged.add(test_id)
                 give(test_id, outcome)
                 since = now
-                halted = halted or (stop_on_timeout and outcome.status is Status.TIMED_OUT)
+                halted = halted or (stop is not None and stop(outcome))
             return None
 
         with log.open("wb") as out:

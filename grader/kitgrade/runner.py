@@ -82,6 +82,15 @@ class RunOptions:
     inspect: bool = True
     """Inspect the student's objects before running anything (kitgrade.inspect). Off only in the
     kit's own selftest, to show what the judge/worker split stops without that layer."""
+    fail_fast: bool = False
+    """Stop a lab at its first test that does not pass: the tests left are not run
+    (FAIL_FAST_REASON). For kit.py mutate, where one lost step already decides."""
+    kinds: frozenset[str] | None = None
+    """Run only tests of these kinds (None: all); the others are not run (NOT_SELECTED_REASON)."""
+
+
+FAIL_FAST_REASON = "an earlier test of this lab did not pass (fail fast)"
+NOT_SELECTED_REASON = "not selected in this run"
 
 
 def binary_path(bin_dir: Path, lab: Lab, variant: str) -> Path:
@@ -211,6 +220,10 @@ class _Lab:
         self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
         self.deliver(self.by_id[spec.id])
 
+    def failed(self) -> bool:
+        """Some test of the lab ran and did not pass."""
+        return any(t.status not in (Status.PASSED, Status.NOT_RUN) for t in self.by_id.values())
+
     def pending(self, kinds: Collection[str]) -> list[protocol.TestSpec]:
         return [s for s in self.listing if s.kind in kinds and s.id not in self.by_id]
 
@@ -222,16 +235,27 @@ class _Lab:
         if not specs:
             return
         by_id = {s.id: s for s in specs}
+
+        def stop(outcome: protocol.Outcome) -> bool:
+            if self.fail_fast and outcome.status not in (Status.PASSED, Status.NOT_RUN):
+                return True
+            return fanout > 1 and outcome.status is Status.TIMED_OUT
+
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
                            self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome),
-                           stop_on_timeout=fanout > 1)
+                           stop=stop)
         left = [s for s in specs if s.id not in self.by_id]
+        if self.fail_fast and self.failed():
+            for spec in left:
+                self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            return
         shards = min(fanout, len(left))
         if shards:
             with ThreadPoolExecutor(max_workers=shards) as pool:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
     seed: int = 0
+    fail_fast: bool = False
     unrun: set[str] = field(default_factory=set)
     """Tests failed before anything ran (a banned library): they do not close the perf gate."""
 
@@ -287,7 +311,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     clock = _lap(timings, "correctness", clock)
 
     for lab in graded:
-        lab.run(lab.pending(("timed",)))
+        if lab.fail_fast and lab.failed():
+            for spec in lab.pending(("timed",)):
+                lab.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+        else:
+            lab.run(lab.pending(("timed",)))
         drain()
     clock = _lap(timings, "timed", clock)
 
@@ -345,7 +373,8 @@ def _prepare(target: LabTarget, options: RunOptions,
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
     graded = _Lab(target, result, listing, options.timeout_s or lab.timeout_s,
-                  target.judge_args(options.variant), deliver, seed=options.seed)
+                  target.judge_args(options.variant), deliver, seed=options.seed,
+                  fail_fast=options.fail_fast)
 
     if target.archive is not None and target.archive.is_file() and options.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
@@ -367,6 +396,10 @@ def _prepare(target: LabTarget, options: RunOptions,
             if verdict is not None:
                 graded.finish(spec, protocol.Outcome(Status.FAILED, *verdict))
                 graded.unrun.add(spec.id)
+    if options.kinds is not None:
+        for spec in listing:
+            if spec.kind not in options.kinds and spec.id not in graded.by_id:
+                graded.finish(spec, protocol.Outcome(Status.NOT_RUN, NOT_SELECTED_REASON))
     return graded
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kitgrade import mutate
 from kitgrade.manifest import load_manifest
+from kitgrade.model import Status, TestResult
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,12 +111,18 @@ class EnumerateTest(unittest.TestCase):
 class JudgeTest(unittest.TestCase):
     MUTANT = mutate.Mutant("mutant_0001", "a.cpp", "alpha.1", 3, "relational", "a < b", "a <= b")
 
-    def test_a_mutant_is_killed_when_a_step_scores_less_than_the_reference(self) -> None:
-        reference = {"alpha.1": 5.0, "alpha.2": 0.0}
-        self.assertEqual(mutate.judge(self.MUTANT, reference, {"alpha.1": 5.0, "alpha.2": 0.0},
-                                      None).status, "survived")
-        killed = mutate.judge(self.MUTANT, reference, {"alpha.1": 3.0, "alpha.2": 0.0}, None)
-        self.assertEqual((killed.status, killed.why), ("killed", "loses alpha.1"))
+    def test_a_mutant_is_killed_when_a_test_the_reference_passes_goes_wrong(self) -> None:
+        def result(test_id: str, status: Status) -> TestResult:
+            return TestResult(lab="06_occupancy", step="alpha.1", id=test_id, title="t",
+                              kind="host", points=1, status=status)
+
+        reference = {"A.One": Status.PASSED, "A.Two": Status.PASSED, "A.Gpu": Status.PASSED}
+        same = {"A.One": result("A.One", Status.PASSED), "A.Two": result("A.Two", Status.PASSED),
+                "A.Gpu": result("A.Gpu", Status.NOT_RUN)}  # not selected: decides nothing
+        self.assertEqual(mutate.judge(self.MUTANT, reference, same, None).status, "survived")
+        wrong = dict(same, **{"A.Two": result("A.Two", Status.TIMED_OUT)})
+        killed = mutate.judge(self.MUTANT, reference, wrong, None)
+        self.assertEqual((killed.status, killed.why), ("killed", "alpha.1: A.Two timed out"))
         self.assertEqual(mutate.judge(self.MUTANT, reference, None, "no binary").status, "killed")
 
     def test_the_score_line_leaves_out_equivalent_and_uncompiled_mutants(self) -> None:

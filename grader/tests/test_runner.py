@@ -140,6 +140,34 @@ class EveryVerdictTest(unittest.TestCase):
         self.assertNotIn("kit_context_lost", self.by_id["Gpu.BreaksTheContext"].measurements)
 
 
+class FailFastAndKindsTest(unittest.TestCase):
+    """kit.py mutate's options: stop a lab at its first failure; run only some kinds."""
+
+    def run_lab(self, options: runner.RunOptions, **env: str) -> dict[str, TestResult]:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(**env):
+            target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(Path(tmp) / "bin",
+                                                                             "01_alpha"))
+            return {t.id: t for t in runner.run([target], options).labs[0].tests}
+
+    def test_fail_fast_leaves_the_tests_after_a_failure_unrun(self) -> None:
+        tests = self.run_lab(runner.RunOptions("student", SEED, 1, fail_fast=True),
+                             FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu,timed,perf")
+        self.assertIs(tests["Host.Passes"].status, Status.PASSED)
+        self.assertIs(tests["Host.Fails"].status, Status.FAILED)
+        for later in ("Gpu.Works", "Timeline.StagesLastAsLongAsTheirWork"):
+            self.assertEqual((tests[later].status, tests[later].reason),
+                             (Status.NOT_RUN, runner.FAIL_FAST_REASON))
+        self.assertEqual(tests["Perf.Saxpy"].reason, runner.PERF_GATE_REASON)
+
+    def test_only_the_kinds_asked_for_run(self) -> None:
+        tests = self.run_lab(runner.RunOptions("student", SEED, 2, kinds=frozenset({"host"})),
+                             FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf")
+        self.assertIs(tests["Host.Passes"].status, Status.PASSED)
+        for other in ("Gpu.Works", "Perf.Saxpy"):
+            self.assertEqual((tests[other].status, tests[other].reason),
+                             (Status.NOT_RUN, runner.NOT_SELECTED_REASON))
+
+
 class PerfAndDeviceTest(unittest.TestCase):
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp())
