@@ -7,7 +7,8 @@ made ``c+1``, ``c-1`` or ``0``, ``threadIdx``/``blockIdx``/``blockDim``/``gridDi
 their ``.x``/``.y`` swapped, a bounds ``if`` removed (its statement kept), a ``__syncthreads()``
 removed, a ``size_t`` narrowed to ``unsigned``, a stream argument replaced by ``0``, a
 synchronisation (``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaStreamWaitEvent``,
-``cudaDeviceSynchronize``) dropped. The set is deterministic; ``--sample N`` draws N of them with
+``cudaDeviceSynchronize``) dropped, a pinned allocation (``cudaMallocHost``, ``cudaHostAlloc``)
+replaced by ``malloc``. The set is deterministic; ``--sample N`` draws N of them with
 ``--seed``, so two runs with the same seed grade the same mutants.
 
 Each mutant is built like a known-wrong submission (its own student library and worker, in the
@@ -70,6 +71,9 @@ _SWAPS: tuple[tuple[str, str, str], ...] = (
     ("stream", r", stream\)", ", 0)"), ("stream", r"\bstream>>>", "0>>>"),
 )
 _CONSTANT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+# cudaMallocHost(PTR, BYTES) / cudaHostAlloc(PTR, BYTES, FLAGS) -> pageable memory from malloc.
+_PINNED = re.compile(r"\bcuda(?:MallocHost|HostAlloc)\((.+?), ([^,()]+(?:\([^()]*\))?[^,()]*)"
+                     r"(?:, [^()]+)?\)")
 _BOUNDS_IF = re.compile(r"^(\s*)if \((.*)\) (?!\{)(.+;)\s*$")
 _DROPPED = re.compile(r"__syncthreads\(\)|cuda(StreamSynchronize|EventSynchronize|StreamWaitEvent|"
                       r"DeviceSynchronize)\(")
@@ -128,6 +132,10 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
         value = int(m.group(1))
         for new in sorted({value + 1, value - 1, 0} - {value} - ({-1} if value == 0 else set())):
             yield "constant", code[:m.start()] + str(new) + code[m.end():] + comment
+    for m in _PINNED.finditer(code):
+        pointer, size = m.group(1), m.group(2)
+        malloc = f"(*reinterpret_cast<void**>({pointer}) = std::malloc({size}), cudaSuccess)"
+        yield "pageable", code[:m.start()] + malloc + code[m.end():] + comment
     bounds = _BOUNDS_IF.match(code)
     if bounds:
         yield "bounds if", f"{bounds.group(1)}{bounds.group(3)}{comment}"

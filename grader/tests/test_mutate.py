@@ -57,6 +57,11 @@ class LineMutantsTest(unittest.TestCase):
         got = [m for _, m in mutants_of('  throw std::invalid_argument("n < 1"); // 2 + 2')]
         self.assertFalse([m for m in got if '"n <= 1"' in m or "2 - 2" in m], got)
 
+    def test_pinned_memory_becomes_pageable(self) -> None:
+        got = mutants_of("  KIT_CUDA_CHECK(cudaHostAlloc(&q, n * 4, cudaHostAllocDefault));")
+        self.assertIn(("pageable", "  KIT_CUDA_CHECK((*reinterpret_cast<void**>(&q) = "
+                                   "std::malloc(n * 4), cudaSuccess));"), got)
+
     def test_size_t_narrows_to_unsigned(self) -> None:
         self.assertIn(("narrowing", "  unsigned i = 0;"), mutants_of("  std::size_t i = 0;"))
 
