@@ -4,7 +4,8 @@ Takes the reference solution's student code (only the lines inside its DONE regi
 mutants, one small change each: a relational operator swapped (``<`` and ``<=``, ``>`` and ``>=``,
 ``==`` and ``!=``), an arithmetic one (``+`` and ``-``, ``*`` and ``/``), an integer constant ``c``
 made ``c+1``, ``c-1`` or ``0``, ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` swapped or
-their ``.x``/``.y`` swapped, a bounds ``if`` removed (its statement kept), a ``__syncthreads()``
+their ``.x``/``.y`` swapped, a term dropped from an index expression (``+ b`` or ``- b`` on a line
+that indexes), a bounds ``if`` removed (its statement kept), a ``__syncthreads()``
 removed, a ``size_t`` narrowed to ``unsigned``, a stream argument replaced by ``0``, a
 synchronisation (``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaStreamWaitEvent``,
 ``cudaDeviceSynchronize``) dropped, a pinned allocation (``cudaMallocHost``, ``cudaHostAlloc``)
@@ -74,6 +75,10 @@ _CONSTANT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
 # cudaMallocHost(PTR, BYTES) / cudaHostAlloc(PTR, BYTES, FLAGS) -> pageable memory from malloc.
 _PINNED = re.compile(r"\bcuda(?:MallocHost|HostAlloc)\((.+?), ([^,()]+(?:\([^()]*\))?[^,()]*)"
                      r"(?:, [^()]+)?\)")
+# A term of an index expression: a name (with members, a call's parentheses or a subscript).
+_TERM = r"[A-Za-z_][\w.]*(?:\([^()]*\)|\[[^\[\]]*\])?"
+_DROP_TERM = re.compile(rf" [+-] {_TERM}(?![\w.(\[])")
+_INDEXING = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b|\w\[")
 _BOUNDS_IF = re.compile(r"^(\s*)if \((.*)\) (?!\{)(.+;)\s*$")
 _DROPPED = re.compile(r"__syncthreads\(\)|cuda(StreamSynchronize|EventSynchronize|StreamWaitEvent|"
                       r"DeviceSynchronize)\(")
@@ -132,6 +137,10 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
         value = int(m.group(1))
         for new in sorted({value + 1, value - 1, 0} - {value} - ({-1} if value == 0 else set())):
             yield "constant", code[:m.start()] + str(new) + code[m.end():] + comment
+    if _INDEXING.search(code):
+        for m in _DROP_TERM.finditer(code):
+            if outside(m.start()):
+                yield "term dropped", code[:m.start()] + code[m.end():] + comment
     for m in _PINNED.finditer(code):
         pointer, size = m.group(1), m.group(2)
         malloc = f"(*reinterpret_cast<void**>({pointer}) = std::malloc({size}), cudaSuccess)"

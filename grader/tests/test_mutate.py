@@ -44,6 +44,14 @@ class LineMutantsTest(unittest.TestCase):
         self.assertIn("  const int i = blockIdx.x * gridDim.x + threadIdx.x;", got)
         self.assertIn("  const int i = blockIdx.y * blockDim.x + threadIdx.x;", got)
 
+    def test_a_term_of_an_index_expression_is_dropped(self) -> None:
+        got = [m for op, m in mutants_of("  out[row * cols + col] = in[i] + bias[col];")
+               if op == "term dropped"]
+        self.assertEqual(sorted(got), sorted(["  out[row * cols] = in[i] + bias[col];",
+                                              "  out[row * cols + col] = in[i];"]))
+        self.assertEqual([m for op, m in mutants_of("  total = a + b;") if op == "term dropped"],
+                         [])  # not an index expression
+
     def test_barriers_and_synchronisations_are_dropped(self) -> None:
         self.assertEqual(mutants_of("    __syncthreads();"),
                          [("barrier dropped", "    // (mutant: dropped) __syncthreads();")])
