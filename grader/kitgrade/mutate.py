@@ -90,16 +90,23 @@ class Mutant:
     file: str
     region: str
     line: int
-    """1-based line in the solution file."""
+    """1-based line in the solution file (the first, for a change of several lines)."""
     operator: str
     before: str
     after: str
+    """The line(s) as they are and as mutated (several joined by newlines, as many after as
+    before)."""
 
     def diff(self) -> str:
-        return f"{self.file}:{self.line}: {self.before.strip()}  ->  {self.after.strip()}"
+        return f"{self.file}:{self.line}: {_flat(self.before)}  ->  {_flat(self.after)}"
 
     def key(self) -> tuple[str, str, str]:
-        return (self.file, self.before.strip(), self.after.strip())
+        return (self.file, _flat(self.before), _flat(self.after))
+
+
+def _flat(lines: str) -> str:
+    """Lines joined as one, for a report line and for equivalent.json ("a / b")."""
+    return " / ".join(part.strip() for part in lines.split("\n") if part.strip())
 
 
 def _code_part(line: str) -> tuple[str, str]:
@@ -162,7 +169,8 @@ def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
         if not path.is_file():
             continue
         region: str | None = None
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
             if _OPEN.match(line):
                 region = _OPEN.match(line).group(1)  # type: ignore[union-attr]
                 continue
@@ -173,8 +181,33 @@ def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
                 continue
             for operator, after in line_mutants(line):
                 found.append(Mutant("", file, region, number, operator, line, after))
+            moved = _barrier_into_branch(lines, number - 1)
+            if moved is not None:
+                first, before, after = moved
+                found.append(Mutant("", file, region, first + 1, "barrier into the branch",
+                                    before, after))
     return [Mutant(f"{PREFIX}{i:04d}", m.file, m.region, m.line, m.operator, m.before, m.after)
             for i, m in enumerate(found, 1)]
+
+
+def _barrier_into_branch(lines: Sequence[str], at: int) -> tuple[int, str, str] | None:
+    """A `__syncthreads();` right after a one-line `if (cond) statement;` (comments between
+    allowed), moved into that branch: the barrier only some threads reach. (first index, the
+    lines as they are, the lines as mutated), or None where the pattern is not there."""
+    if lines[at].strip().split("//")[0].strip() != "__syncthreads();":
+        return None
+    above = at - 1
+    while above >= 0 and (not lines[above].strip() or lines[above].strip().startswith("//")):
+        above -= 1
+    branch = _BOUNDS_IF.match(_code_part(lines[above])[0]) if above >= 0 else None
+    if branch is None:
+        return None
+    indent, condition, statement = branch.groups()
+    moved = f"{indent}if ({condition}) {{ {statement} __syncthreads(); }}"
+    gone = lines[at][:len(lines[at]) - len(lines[at].lstrip())] + "// (mutant: moved into the branch above)"
+    before = lines[above:at + 1]
+    after = [moved, *lines[above + 1:at], gone]
+    return above, "\n".join(before), "\n".join(after)
 
 
 def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
@@ -196,7 +229,7 @@ def load_equivalent(root: Path, lab: Lab) -> dict[tuple[str, str, str], str]:
         if not all(isinstance(item.get(k), str) and item[k] for k in ("file", "line", "mutant",
                                                                       "reason")):
             raise UsageError(f"{path}: equivalent[{i}] needs file, line, mutant and reason")
-        marks[(item["file"], item["line"].strip(), item["mutant"].strip())] = item["reason"]
+        marks[(item["file"], _flat(item["line"]), _flat(item["mutant"]))] = item["reason"]
     return marks
 
 
@@ -209,8 +242,9 @@ def write_mutants(root: Path, lab: Lab, mutants: Sequence[Mutant], out_dir: Path
     lab_dir.mkdir(parents=True)
     for m in mutants:
         lines = (root / "solutions" / lab.id / m.file).read_text(encoding="utf-8").split("\n")
-        assert lines[m.line - 1] == m.before
-        lines[m.line - 1] = m.after
+        span = m.before.split("\n")
+        assert lines[m.line - 1:m.line - 1 + len(span)] == span
+        lines[m.line - 1:m.line - 1 + len(span)] = m.after.split("\n")
         target = lab_dir / m.name / m.file
         target.parent.mkdir(parents=True)
         target.write_text("\n".join(lines), encoding="utf-8")

@@ -59,6 +59,15 @@ class LineMutantsTest(unittest.TestCase):
         self.assertIn(("synchronisation dropped",
                        "  // (mutant: dropped) KIT_CUDA_CHECK(cudaStreamSynchronize(s));"), got)
 
+    def test_a_barrier_moves_into_the_one_line_branch_above_it(self) -> None:
+        lines = ["  if (t < s) v[t] += v[t + s];", "  // a comment", "  __syncthreads();  // why"]
+        first, before, after = mutate._barrier_into_branch(lines, 2)
+        self.assertEqual((first, before), (0, "\n".join(lines)))
+        self.assertEqual(after.split("\n"), ["  if (t < s) { v[t] += v[t + s]; __syncthreads(); }",
+                                              "  // a comment",
+                                              "  // (mutant: moved into the branch above)"])
+        self.assertIsNone(mutate._barrier_into_branch(["  x = 1;", "  __syncthreads();"], 1))
+
     def test_comments_strings_and_preprocessor_lines_are_left_alone(self) -> None:
         self.assertEqual(mutants_of("  // i < n and 1 + 2"), [])
         self.assertEqual(mutants_of("#include <vector>"), [])
@@ -84,7 +93,8 @@ class EnumerateTest(unittest.TestCase):
         self.assertGreater(len(mutants), 20)
         for m in mutants:
             lines = (ROOT / "solutions" / self.lab.id / m.file).read_text().splitlines()
-            self.assertEqual(lines[m.line - 1], m.before)
+            span = m.before.split("\n")
+            self.assertEqual(lines[m.line - 1:m.line - 1 + len(span)], span)
             self.assertNotEqual(m.before, m.after)
             self.assertTrue(m.region.startswith("occupancy."), m)
 
@@ -94,6 +104,20 @@ class EnumerateTest(unittest.TestCase):
         self.assertEqual(first, [m.name for m in mutate.sample(mutants, 10, 7)])
         self.assertNotEqual(first, [m.name for m in mutate.sample(mutants, 10, 8)])
         self.assertEqual(len(mutate.sample(mutants, None, 7)), len(mutants))
+
+    def test_a_moved_barrier_is_written_over_its_lines(self) -> None:
+        lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("05_divergence")
+        moved = [m for m in mutate.enumerate_mutants(ROOT, lab)
+                 if m.operator == "barrier into the branch"]
+        self.assertGreaterEqual(len(moved), 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            mutate.write_mutants(ROOT, lab, moved[:1], Path(tmp))
+            m = moved[0]
+            text = (Path(tmp) / lab.id / m.name / m.file).read_text()
+            self.assertIn("__syncthreads(); }", text)
+            self.assertIn("// (mutant: moved into the branch above)", text)
+            solution = (ROOT / "solutions" / lab.id / m.file).read_text()
+            self.assertEqual(len(text.split("\n")), len(solution.split("\n")))
 
     def test_written_mutants_differ_from_the_solution_in_their_line_only(self) -> None:
         mutants = mutate.sample(mutate.enumerate_mutants(ROOT, self.lab), 3, 1)
