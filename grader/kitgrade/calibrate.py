@@ -181,7 +181,7 @@ def _cmd_calibrate(args: argparse.Namespace, ctx: Any) -> int:
     device, cc = next(iter(study.gpus)), next(iter(study.ccs), "")
     rows = rows_of(study, sections, device, cc, students)
     ctx.stdout.write(table(rows, device, study.runs))
-    wrong = [p for p in study.problems if not _perf_problem(p, study)]
+    wrong = [p for p in study.problems if p not in study.perf_problems]
     if args.check:
         failing = [r.key for r in rows if not r.holds]
         ctx.stdout.write("calibrate: the bars in use hold on this GPU\n" if not failing else
@@ -194,8 +194,3 @@ def _cmd_calibrate(args: argparse.Namespace, ctx: Any) -> int:
     write_section(path, device, rows, study.runs)
     ctx.stdout.write(f"calibrate: wrote section [{device}] of {path}\n")
     return 0
-
-
-def _perf_problem(problem: str, study: noise.Study) -> bool:
-    """A problem line of a perf test (a bar missed is what calibration is for)."""
-    return any(f" {series.test}:" in problem for series in study.perf.values())
