@@ -216,12 +216,6 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     return outcomes
 
 
-def run_test(binary: Path, test_id: str, seed: int, timeout_s: float,
-             extra: Sequence[str] = ()) -> Outcome:
-    """One test in a process of its own (run_tests with one test)."""
-    return run_tests(binary, [test_id], seed, timeout_s, extra)[test_id]
-
-
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
                  extra: Sequence[str], give: OutcomeCallback,
                  stop: Callable[[Outcome], bool] | None = None) -> Outcome | None:

@@ -214,7 +214,11 @@ class _Lab:
     timeout: float
     extra: list[str]
     deliver: Callable[[TestResult], None]
+    seed: int = 0
+    fail_fast: bool = False
     by_id: dict[str, TestResult] = field(default_factory=dict)
+    unrun: set[str] = field(default_factory=set)
+    """Tests failed before anything ran (a banned library): they do not close the perf gate."""
 
     def finish(self, spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
         self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
@@ -222,7 +226,7 @@ class _Lab:
 
     def failed(self) -> bool:
         """Some test of the lab ran and did not pass."""
-        return any(t.status not in (Status.PASSED, Status.NOT_RUN) for t in self.by_id.values())
+        return any(t.status.is_problem for t in self.by_id.values())
 
     def pending(self, kinds: Collection[str]) -> list[protocol.TestSpec]:
         return [s for s in self.listing if s.kind in kinds and s.id not in self.by_id]
@@ -237,7 +241,7 @@ class _Lab:
         by_id = {s.id: s for s in specs}
 
         def stop(outcome: protocol.Outcome) -> bool:
-            if self.fail_fast and outcome.status not in (Status.PASSED, Status.NOT_RUN):
+            if self.fail_fast and outcome.status.is_problem:
                 return True
             return fanout > 1 and outcome.status is Status.TIMED_OUT
 
@@ -253,11 +257,6 @@ class _Lab:
         if shards:
             with ThreadPoolExecutor(max_workers=shards) as pool:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
-
-    seed: int = 0
-    fail_fast: bool = False
-    unrun: set[str] = field(default_factory=set)
-    """Tests failed before anything ran (a banned library): they do not close the perf gate."""
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
