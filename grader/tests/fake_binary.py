@@ -52,6 +52,8 @@ TESTS = {
     "tampered": ("Forger.EditsTheVerdict", "3", "host", 1, "fails, then edits the signed verdict to pass"),
     "litter": ("Litter.WritesReports", "3", "host", 1, "writes forged reports into its working directory"),
     "context": ("Gpu.BreaksTheContext", "3", "gpu", 1, "leaves a sticky CUDA error behind"),
+    "eraser": ("Forger.ErasesAndReplays", "3", "host", 1,
+               "deletes the verdicts written before it, then replays a passing one as the next"),
     "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
 }
@@ -157,6 +159,17 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         with open(next_verdict(), "wb") as f:
             f.write(forged + b"\n")
         os._exit(0)
+    if key == "eraser":
+        # A signed verdict of a test that passed, renamed as another test's cannot pass that one
+        # (its entry names its own test); the failing verdicts are deleted.
+        names = sorted(n for n in os.listdir(VERDICT_DIR) if n.endswith(".json"))
+        passing = [n for n in names if '"failures"' not in open(os.path.join(VERDICT_DIR, n)).read()]
+        for n in names:
+            if n not in passing:
+                os.remove(os.path.join(VERDICT_DIR, n))
+        if passing:
+            os.replace(os.path.join(VERDICT_DIR, passing[0]), next_verdict())
+        return "COMPLETED", ["eraser.cu:1\nvalue is wrong"], props
     if key == "context":
         return "COMPLETED", [], {**props, "kit_context_lost": "an illegal memory access was encountered"}
     if key == "litter":

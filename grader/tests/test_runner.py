@@ -83,7 +83,7 @@ class EveryVerdictTest(unittest.TestCase):
         self.check("Hang.SleepsToo", Status.TIMED_OUT, "timed out after 2 s")
         # The second hang runs beside the tests after the first: 2 s + 2 s, not more.
         self.assertLess(self.elapsed, 8.0)
-        self.assertEqual(len(self.lab.tests), 19)
+        self.assertEqual(len(self.lab.tests), 20)
 
     def test_a_forged_verdict_is_not_believed(self) -> None:
         self.check("Forger.WritesAPass", Status.CRASHED,
@@ -122,9 +122,9 @@ class EveryVerdictTest(unittest.TestCase):
         steps = [t.step for t in self.lab.tests]
         self.assertEqual(steps, sorted(steps, key=["alpha.1", "alpha.2", "alpha.3", "alpha.perf"].index))
         subtotals = {s.step: (s.score, s.max_score) for s in self.lab.subtotals()}
-        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (3, 14),
+        self.assertEqual(subtotals, {"alpha.1": (3, 6), "alpha.2": (3, 3), "alpha.3": (3, 15),
                                      "alpha.perf": (0, 4)})
-        self.assertEqual((self.lab.score, self.lab.max_score), (9, 27))
+        self.assertEqual((self.lab.score, self.lab.max_score), (9, 28))
 
     def test_one_process_runs_tests_until_a_fault_then_a_fresh_one_the_rest(self) -> None:
         pid = {t.id: t.measurements.get("pid") for t in self.lab.tests}
@@ -138,6 +138,22 @@ class EveryVerdictTest(unittest.TestCase):
         self.check("Gpu.BreaksTheContext", Status.FAILED,
                    "left the GPU in an error state: an illegal memory access was encountered")
         self.assertNotIn("kit_context_lost", self.by_id["Gpu.BreaksTheContext"].measurements)
+
+
+class ErasedVerdictsTest(unittest.TestCase):
+    """Code that runs beside the verdicts (pre-main code in a worker, or a plain grader) deletes
+    the ones already written and replays a passing one: nothing it does turns into a pass."""
+
+    def test_deleted_and_replayed_verdicts_never_pass_a_test(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass,fail,eraser"):
+            target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(Path(tmp) / "bin",
+                                                                             "01_alpha"))
+            tests = {t.id: t for t in runner.run([target], runner.RunOptions(
+                "student", SEED, 1)).labs[0].tests}
+        # Host.Passes may lose its own verdict (deleted before the runner read it): the attack
+        # can only cost the attacker points, never make a failing test pass.
+        self.assertIsNot(tests["Host.Fails"].status, Status.PASSED)
+        self.assertIsNot(tests["Forger.ErasesAndReplays"].status, Status.PASSED)
 
 
 class FailFastAndKindsTest(unittest.TestCase):
