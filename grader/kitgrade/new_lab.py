@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import thresholds
 from .context import Context, ExitCode, UsageError
 from .manifest import _LAB_ID, Manifest, lab_name, lab_number
 
@@ -132,8 +133,8 @@ def create(root: Path, lab: NewLab) -> list[Path]:
             ("plausible.conf", f"# {lab.id}: a copy-bound skeleton cannot beat the device copy "
                                f"by much; set it with the bars\n{lab.key:<39} {PLAUSIBLE_RATIO}\n")):
         conf = root / "grader" / name
-        text = conf.read_text(encoding="utf-8")
-        conf.write_text(text + ("" if text.endswith("\n") else "\n") + line, encoding="utf-8")
+        conf.write_text(thresholds.with_default_lines(conf.read_text(encoding="utf-8"), line),
+                        encoding="utf-8")
         written.append(conf)
 
     mainpage = root / "docs" / "mainpage.md"

@@ -40,6 +40,24 @@ def floors(path: Path) -> dict[str, dict[str, float]]:
             for name, keys in _bars(path).items()}
 
 
+def with_default_lines(text: str, lines: str) -> str:
+    """`text` of a thresholds file with `lines` added at the end of its default section: before
+    the first `[NAME]` header and the comment lines right above it (a key after a header would
+    belong to that GPU's section), or at the end when there is no header."""
+    kept = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(kept) if line.split("#", 1)[0].strip().startswith("[")),
+              len(kept))
+    while at > 0 and at < len(kept) and kept[at - 1].lstrip().startswith("#"):
+        at -= 1
+    while at > 0 and at < len(kept) and not kept[at - 1].strip():
+        at -= 1
+    head = "".join(kept[:at])
+    if head and not head.endswith("\n"):
+        head += "\n"
+    tail = "".join(kept[at:])
+    return head + lines + ("\n" if tail and not tail.startswith("\n") else "") + tail
+
+
 def _bars(path: Path) -> dict[str, dict[str, list[float]]]:
     sections = _read(path, 2, "expected 'key student_ratio reference_ratio [floor_ratio]'",
                      headers=True, optional=1)

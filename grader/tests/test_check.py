@@ -13,7 +13,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from kitgrade import check, cli
+from kitgrade import check, cli, thresholds
 from kitgrade.build import BuildError
 from kitgrade.manifest import load_manifest
 
@@ -164,7 +164,9 @@ class CheckCopyTest(unittest.TestCase):
                             '"indexing.saxpy_vs_host_copy" is not in grader/thresholds.conf')
 
     def test_a_key_of_thresholds_conf_no_grader_uses(self) -> None:
-        self.append("grader/thresholds.conf", "indexing.forgotten_bar  0.5  0.8\n")
+        conf = self.root / "grader" / "thresholds.conf"
+        conf.write_text(thresholds.with_default_lines(conf.read_text(encoding="utf-8"),
+                                                      "indexing.forgotten_bar  0.5  0.8\n"))
         self.assert_one_new("grader/thresholds.conf:", "indexing.forgotten_bar",
                             "used by no grader")
 

@@ -49,6 +49,18 @@ class ThresholdsFile(unittest.TestCase):
                 self.load_text(text)
             self.assertIn(message, str(caught.exception))
 
+    def test_a_new_key_goes_into_the_default_section_not_a_gpus(self):
+        text = "# bars\na 0.6 0.9\n\n# calibrate: 5 runs\n[NVIDIA H100]\na 0.7 0.95\n"
+        added = thresholds.with_default_lines(text, "b 1 2\n")
+        self.assertEqual(added, "# bars\na 0.6 0.9\nb 1 2\n\n# calibrate: 5 runs\n"
+                                "[NVIDIA H100]\na 0.7 0.95\n")
+        self.assertEqual(thresholds.with_default_lines("a 0.6 0.9", "b 1 2\n"),
+                         "a 0.6 0.9\nb 1 2\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, "t.conf")
+            path.write_text(added)
+            self.assertEqual(set(thresholds.load(path)), {"a", "b"})
+
     def test_graded_speed_gives_points_between_the_floor_and_the_bar(self):
         from kitgrade import runner
         from kitgrade.model import Status, TestResult
