@@ -1,5 +1,8 @@
 #include "kit/random.h"
 
+#include "kit/parallel.h"
+#include "kit/timing.h"
+
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
@@ -32,15 +35,26 @@ Random Random::for_name(const std::string& name) {
   return Random(run_seed() ^ h);
 }
 
+template <class T, class Draw>
+void Random::fill(std::vector<T>& values, const Draw& draw) {
+  const std::uint64_t base = state_;
+  const std::size_t n = values.size();
+  parallel_parts(n, part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) values[i] = draw(mix(base + (i + 1) * kStep));
+  });
+  state_ = base + n * kStep;
+}
+
 std::vector<float> Random::floats(std::size_t n, float lo, float hi) {
   std::vector<float> values(n);
-  for (float& v : values) v = uniform(lo, hi);
+  fill(values, [=](std::uint64_t bits) { return to_uniform(bits, lo, hi); });
+  if (n >= kMinElementsPerPart) trace("drew " + std::to_string(n) + " floats");
   return values;
 }
 
 std::vector<int> Random::ints(std::size_t n, int lo, int hi) {
   std::vector<int> values(n);
-  for (int& v : values) v = static_cast<int>(uniform_int(lo, hi));
+  fill(values, [=](std::uint64_t bits) { return static_cast<int>(to_int(bits, lo, hi)); });
   return values;
 }
 

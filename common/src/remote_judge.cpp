@@ -25,6 +25,7 @@
 #include "kit/buffers.h"
 #include "kit/check.h"
 #include "kit/remote.h"
+#include "kit/timing.h"
 #include "driver_vmm.h"
 
 namespace kit::remote {
@@ -173,6 +174,7 @@ void start_worker() {
   close(fds[1]);
   j.pid = pid;
   j.fd = fds[0];
+  kit::trace("worker started");
 }
 
 // Ends the worker (if any) and returns how it ended, e.g. "exited with code 0", "SIGSEGV".

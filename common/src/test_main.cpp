@@ -45,6 +45,7 @@
 #include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/test.h"
+#include "kit/timing.h"
 #ifdef KIT_JUDGE
 #include "kit/remote.h"
 #endif
@@ -349,7 +350,12 @@ class VerdictWriter : public ::testing::EmptyTestEventListener {
  public:
   VerdictWriter(std::string dir, std::string key) : dir_(std::move(dir)), key_(std::move(key)) {}
 
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    kit::trace(std::string("start ") + info.test_suite_name() + "." + info.name());
+  }
+
   void OnTestEnd(const ::testing::TestInfo& info) override {
+    kit::trace(std::string("end ") + info.test_suite_name() + "." + info.name());
     const std::string lost = context_lost();
     const std::string extra = lost.empty() ? "" : "\"kit_context_lost\": " + json_string(lost);
     const std::string payload = verdict_json(info, extra);
@@ -384,6 +390,7 @@ constexpr std::size_t kMinRunKeyBytes = 32;
 }  // namespace
 
 int main(int argc, char** argv) {
+  kit::trace("main");
   // First of all, before any test code runs: take the key and the verdict path.
   const std::string run_key = take_run_key();
   const std::string verdict_dir = take_flag(argc, argv, "--kit_verdicts=");

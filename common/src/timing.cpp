@@ -1,10 +1,14 @@
 #include "kit/timing.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
 #include <vector>
+
+#include <unistd.h>
 
 #include "kit/remote.h"
 
@@ -98,6 +102,19 @@ std::string describe_stop(const SampledRatio& result, const std::string& unit) {
   return text.str();
 }
 
+void trace(const std::string& what) {
+  static std::FILE* const file = [] {
+    const char* path = std::getenv("KIT_TRACE");
+    return path != nullptr && *path != '\0' ? std::fopen(path, "a") : nullptr;
+  }();
+  if (file == nullptr) return;
+  static const auto start = std::chrono::steady_clock::now();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(file, "%ld %.1f %s\n", static_cast<long>(getpid()), ms, what.c_str());
+  std::fflush(file);
+}
+
 int default_min_samples() {
   const char* full = std::getenv("KIT_PERF_FULL");
   return full != nullptr && std::string(full) == "1" ? 0 : 7;
@@ -155,10 +172,12 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
     flusher.flush(stream);
     return static_cast<double>(time_run(events, t.run, stream, &mismatches));
   };
+  trace("timing " + student.name + " vs " + ceiling.name + ": warm-up");
   for (int i = 0; i < options.warmup; ++i) {
     timed(student);
     timed(ceiling);
   }
+  trace("timing: sampling");
 
   std::vector<double> student_ms, ceiling_ms;
   int pairs = 0;
@@ -180,6 +199,7 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
         return (student.work / s) / (ceiling.work / c);
       },
       threshold, options);
+  trace("timing: " + std::to_string(sampled.pairs) + " pairs sampled");
   ThroughputComparison result;
   result.ratio = sampled.ratio;
   result.batches = sampled.batches;

@@ -24,6 +24,29 @@ TEST(CompareValues, ReportsTheFirstMismatchesInIndexOrder) {
   EXPECT_DOUBLE_EQ(cmp.max_abs_error, 1.0);
 }
 
+TEST(CompareValues, ALargeOutputComparedInPartsGivesTheOneLoopResult) {
+  const std::size_t n = 4 * kit::kMinElementsPerPart + 3;
+  std::vector<float> expected(n, 1.0f), got(n, 1.0f);
+  // Mismatches in the last parts only, one NaN, one poisoned element, one error larger after it.
+  const std::size_t late = 3 * kit::kMinElementsPerPart;
+  got[late + 5] = kit::poison_value<float>();
+  got[late + 9] = 1.5f;
+  got[n - 2] = NAN;
+  got[n - 1] = 9.0f;
+  got[2 * kit::kMinElementsPerPart + 1] = 3.0f;
+  const kit::Tolerance tol = kit::Tolerance::exact("test");
+  const auto whole = kit::compare_values(expected, got, tol, 3);
+  const auto loop = kit::detail::compare_range(expected.data(), got.data(), 0, n, tol, 3);
+  EXPECT_EQ(whole.count, n);
+  EXPECT_EQ(whole.mismatches, loop.mismatches);
+  EXPECT_EQ(whole.mismatches, 5u);
+  EXPECT_EQ(whole.unwritten, 1u);
+  ASSERT_EQ(whole.first.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(whole.first[i].index, loop.first[i].index);
+  EXPECT_EQ(whole.first[0].index, 2 * kit::kMinElementsPerPart + 1);
+  EXPECT_TRUE(std::isnan(whole.max_abs_error) && std::isnan(loop.max_abs_error));
+}
+
 TEST(CompareValues, CountsPoisonedElementsAsNeverWritten) {
   std::vector<float> expected(4, 0.5f), got(4, 0.5f);
   got[2] = kit::poison_value<float>();

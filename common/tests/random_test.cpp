@@ -1,6 +1,7 @@
 // Unit tests of seeds and the generator.
 #include <gtest/gtest.h>
 
+#include "kit/parallel.h"
 #include "kit/random.h"
 
 namespace {
@@ -35,6 +36,19 @@ TEST(Random, StaysInRange) {
     EXPECT_GE(v, -5);
     EXPECT_LE(v, 5);
   }
+}
+
+TEST(Random, LargeDrawsOnSeveralCoresAreTheDrawsOfOneLoop) {
+  // More than one part (kit/parallel.h) on any machine with two cores or more.
+  const std::size_t n = 3 * kit::kMinElementsPerPart + 17;
+  kit::Random bulk(2026), one_by_one(2026);
+  const auto floats = bulk.floats(n, -1.0f, 1.0f);
+  const auto ints = bulk.ints(n, -9, 9);
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(floats[i], one_by_one.uniform(-1.0f, 1.0f)) << "float " << i;
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(ints[i], one_by_one.uniform_int(-9, 9)) << "int " << i;
+  EXPECT_EQ(bulk.next_u64(), one_by_one.next_u64()) << "the state after the draws differs";
 }
 
 }  // namespace

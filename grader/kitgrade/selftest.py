@@ -42,6 +42,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tempfile
 import unittest
 from collections.abc import Callable
@@ -111,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
 def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     out = ctx.stdout
     root: Path = ctx.root
-    _section.count = 0  # type: ignore[attr-defined]
+    _section.times = []  # type: ignore[attr-defined]
     build_dir = default_build_dir(ctx, args.build_dir)
     tally = Tally()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -233,11 +234,23 @@ def _student_edition(root: Path, build_dir: Path, args: argparse.Namespace, seed
     tally.add(not leaks, f"no line of a solution is in the release ({len(leaks)} found)", out)
 
 
-def _section(out: TextIO, title: str) -> None:
-    """Numbered in the order they run: a student edition runs fewer, with no gaps."""
-    _section.count = getattr(_section, "count", 0) + 1  # type: ignore[attr-defined]
-    out.write(f"\n== {_section.count}. {title}\n")  # type: ignore[attr-defined]
+def _section(out: TextIO, title: str | None) -> None:
+    """Numbered in the order they run: a student edition runs fewer, with no gaps. Each ends
+    with the seconds it took (title None ends the last one); _finish lists them all."""
+    times: list[tuple[str, float]] = _section.times  # type: ignore[attr-defined]
+    now = time.monotonic()
+    if times and times[-1][1] < 0:
+        name, started = times[-1][0], -times[-1][1]
+        times[-1] = (name, now - started)
+        out.write(f"  ({now - started:.0f} s)\n")
+    if title is None:
+        return
+    times.append((f"{len(times) + 1}. {title}", -now))
+    out.write(f"\n== {len(times)}. {title}\n")
     out.flush()
+
+
+_section.times = []  # type: ignore[attr-defined]
 
 
 def _consistency(root: Path, build_dir: Path, tally: Tally, out: TextIO) -> None:
@@ -572,6 +585,12 @@ def _screenshots(root: Path, html: Path, shots: Path, tally: Tally, out: TextIO)
 
 
 def _finish(tally: Tally, out: TextIO) -> int:
+    _section(out, None)
+    times: list[tuple[str, float]] = _section.times  # type: ignore[attr-defined]
+    if times:
+        out.write("\nSeconds per section:\n" + "".join(
+            f"  {name[:66]:66} {seconds:6.0f}\n" for name, seconds in times)
+            + f"  {'total':66} {sum(s for _, s in times):6.0f}\n")
     if tally.failures:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:

@@ -6,12 +6,14 @@
 /// maximum absolute and relative error over the whole output.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "kit/launch.h"
+#include "kit/parallel.h"
 #include "kit/poison.h"
 
 namespace kit {
@@ -46,17 +48,14 @@ struct Comparison {
   bool ok() const { return mismatches == 0; }
 };
 
-/// Compares `got` with `expected` element by element; keeps the first `keep` mismatches.
+namespace detail {
+/// compare_values() over elements [begin, end) only.
 template <class T>
-Comparison compare_values(const std::vector<T>& expected, const std::vector<T>& got,
-                          const Tolerance& tol, std::size_t keep = 5) {
+Comparison compare_range(const T* expected, const T* got, std::size_t begin, std::size_t end,
+                         const Tolerance& tol, std::size_t keep) {
   Comparison result;
-  result.count = expected.size();
-  if (got.size() != expected.size()) {
-    result.mismatches = expected.size() > got.size() ? expected.size() - got.size() : 1;
-    return result;
-  }
-  for (std::size_t i = 0; i < expected.size(); ++i) {
+  result.count = end - begin;
+  for (std::size_t i = begin; i < end; ++i) {
     const bool unwritten = is_poison(got[i]);
     const double e = static_cast<double>(expected[i]);
     const double g = static_cast<double>(got[i]);
@@ -76,6 +75,41 @@ Comparison compare_values(const std::vector<T>& expected, const std::vector<T>& 
     ++result.mismatches;
     if (unwritten) ++result.unwritten;
     if (result.first.size() < keep) result.first.push_back({i, e, g, unwritten});
+  }
+  return result;
+}
+
+/// The larger error; NaN once either is NaN (as one loop over both ranges keeps it).
+inline double max_error(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+}  // namespace detail
+
+/// Compares `got` with `expected` element by element; keeps the first `keep` mismatches. Large
+/// outputs are compared in parts on several cores (kit/parallel.h), with the same result.
+template <class T>
+Comparison compare_values(const std::vector<T>& expected, const std::vector<T>& got,
+                          const Tolerance& tol, std::size_t keep = 5) {
+  if (got.size() != expected.size()) {
+    Comparison result;
+    result.count = expected.size();
+    result.mismatches = expected.size() > got.size() ? expected.size() - got.size() : 1;
+    return result;
+  }
+  const std::size_t n = expected.size(), parts = part_count(n);
+  std::vector<Comparison> part(parts);
+  parallel_parts(n, parts, [&](std::size_t k, std::size_t begin, std::size_t end) {
+    part[k] = detail::compare_range(expected.data(), got.data(), begin, end, tol, keep);
+  });
+  Comparison result = std::move(part[0]);
+  for (std::size_t k = 1; k < parts; ++k) {
+    result.count += part[k].count;
+    result.mismatches += part[k].mismatches;
+    result.unwritten += part[k].unwritten;
+    result.max_abs_error = detail::max_error(result.max_abs_error, part[k].max_abs_error);
+    result.max_rel_error = detail::max_error(result.max_rel_error, part[k].max_rel_error);
+    for (const Mismatch& m : part[k].first)
+      if (result.first.size() < keep) result.first.push_back(m);
   }
   return result;
 }

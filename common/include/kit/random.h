@@ -32,26 +32,36 @@ class Random {
   /// stream and the whole run is replayed by one seed.
   static Random for_name(const std::string& name);
 
-  std::uint64_t next_u64() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  std::uint64_t next_u64() { return mix(state_ += kStep); }
+  /// Uniform in [lo, hi).
+  float uniform(float lo, float hi) { return to_uniform(next_u64(), lo, hi); }
+  /// Uniform integer in [lo, hi].
+  long long uniform_int(long long lo, long long hi) { return to_int(next_u64(), lo, hi); }
+  /// n values of uniform(lo, hi), the same as n calls would draw; large n on several cores
+  /// (the generator's k-th value needs only its state plus k steps).
+  std::vector<float> floats(std::size_t n, float lo, float hi);
+  /// n values of uniform_int(lo, hi), the same as n calls would draw.
+  std::vector<int> ints(std::size_t n, int lo, int hi);
+
+ private:
+  static constexpr std::uint64_t kStep = 0x9E3779B97F4A7C15ull;
+  static std::uint64_t mix(std::uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  /// Uniform in [lo, hi).
-  float uniform(float lo, float hi) {
-    const float unit = static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f);
+  static float to_uniform(std::uint64_t bits, float lo, float hi) {
+    const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
     return lo + (hi - lo) * unit;
   }
-  /// Uniform integer in [lo, hi].
-  long long uniform_int(long long lo, long long hi) {
+  static long long to_int(std::uint64_t bits, long long lo, long long hi) {
     const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-    return lo + static_cast<long long>(next_u64() % span);
+    return lo + static_cast<long long>(bits % span);
   }
-  std::vector<float> floats(std::size_t n, float lo, float hi);
-  std::vector<int> ints(std::size_t n, int lo, int hi);
+  /// Fills `values` with the next values.size() draws of `draw(bits)`.
+  template <class T, class Draw>
+  void fill(std::vector<T>& values, const Draw& draw);
 
- private:
   std::uint64_t state_;
 };
 

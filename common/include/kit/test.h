@@ -106,6 +106,7 @@ template <class T>
   if (!hits.empty()) problems += what + ": " + describe_guard_writes(hits, out.size()) + "\n";
   const Comparison cmp = compare_values(expected, out.download(), tol);
   if (!cmp.ok()) problems += describe_mismatches(what, cmp, tol, shape, &launch) + "\n";
+  if (expected.size() >= (1u << 20)) trace("checked " + std::to_string(expected.size()) + " " + what);
   if (problems.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << problems << seed_note();
 }

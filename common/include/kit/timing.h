@@ -28,6 +28,12 @@ struct Timed {
   std::function<void(cudaStream_t)> run;
 };
 
+/// Where a test's time goes, for whoever maintains the graders: when the environment has
+/// KIT_TRACE=FILE, appends "<pid> <ms since the first trace> <what>" to FILE; otherwise does
+/// nothing. The graders' own steps call it (inputs drawn, outputs checked, timing begun and
+/// ended, tests started and finished); `kit.py bench-grader --trace` reads the lines back.
+void trace(const std::string& what);
+
 /// 7, or 0 (no early stop) when KIT_PERF_FULL=1 is set in the grader's environment.
 int default_min_samples();
 
