@@ -728,11 +728,13 @@ void StreamsPerf::measure(Ratio which) {
   const std::string problems = buffer_problems(report, n);
   ASSERT_TRUE(problems.empty()) << problems << "(the pipeline is timed on the buffers "
                                 << "make_pinned_buffers(" << n << ") returns)";
-  std::vector<float> h_in(n);
+  std::vector<float> h_in;
   auto rng = kit::test_random();
+  kit::trace("the student's pinned buffers made");
   auto fill_input = [&] {
-    for (std::size_t i = 0; i < n; ++i) h_in[i] = rng.uniform(-1, 1);
+    h_in = rng.floats(n, -1, 1);
     host.write(h_in);
+    kit::trace("input written to the worker");
   };
   fill_input();
 
@@ -744,7 +746,9 @@ void StreamsPerf::measure(Ratio which) {
   EventTimer timer;
   Workload w{judge_in.data(), judge_out.data(), d_in.data(), d_out.data(), n, 1, stream};
   // The kernel is sized so that it takes about as long as the copy-in: three comparable stages.
+  kit::trace("the judge's buffers made");
   w.iterations = lab07_grader::iterations_like_copy_in(w, timer);
+  kit::trace("kernel iterations chosen");
   RecordProperty("iterations", std::to_string(w.iterations));
 
   WorkerPipeline pipeline(n, config.streams);
@@ -762,7 +766,9 @@ void StreamsPerf::measure(Ratio which) {
     }
     for (int i = 0; i < 4096; ++i)
       probes.push_back(static_cast<std::size_t>(rng.uniform_int(0, n - 1)));
+    kit::trace("pipeline run for the check");
     const HostOutput output = host.output();
+    kit::trace("output read from the worker");
     const float* h_out = output.data();
     std::size_t unwritten = 0, first_unwritten = n;
     for (std::size_t i = 0; i < n; ++i)
@@ -789,6 +795,7 @@ void StreamsPerf::measure(Ratio which) {
         << kit::seed_note();
   };
   check("before timing");
+  kit::trace("checked before timing");
   if (HasFailure()) return;
 
   // Rounds: the three stages alone (events), the serial version and the student's pipeline (host
@@ -830,6 +837,7 @@ void StreamsPerf::measure(Ratio which) {
     return r;
   };
   for (int i = 0; i < 2; ++i) run_round();  // warm-up
+  kit::trace("warm-up rounds");
   const std::string key =
       which == Ratio::overlap_vs_ideal ? "streams.overlap_vs_ideal" : "streams.speedup_vs_serial";
   const double bar = kit::threshold(key);
@@ -918,8 +926,10 @@ void StreamsPerf::measure(Ratio which) {
                              << kit::thresholds_path() << ")\n"
                              << timeline << advice;
 
+  kit::trace("sampled " + std::to_string(result.pairs) + " rounds");
   fill_input();
   check("after timing, fresh inputs");
+  kit::trace("checked after timing");
 }
 
 KIT_TEST(StreamsPerf, OverlapsNearTheIdealBound, "streams.perf", perf, 10,

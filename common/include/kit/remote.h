@@ -257,6 +257,11 @@ class TimedScope {
 /// Judge: the worker binary and per-test time limit, from the judge's command line (test_main).
 void configure_judge(const std::string& worker_path, double timeout_s);
 
+/// Judge: starts the worker now, if none is running, so that its start (the CUDA context above
+/// all) overlaps the judge's own before the first call needs it. A worker that dies at once is
+/// found by that call, as one started by it would be.
+void start_worker_early();
+
 /// Judge: ends the worker, if one is running (at exit, or to start the next test afresh).
 void shut_down_worker();
 
