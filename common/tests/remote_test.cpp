@@ -49,6 +49,20 @@ TEST(RemoteCodec, StringsAndVectorsTravelByContent) {
   EXPECT_EQ(round_trip(names), names);
 }
 
+TEST(RemoteCodec, NumbersTravelAsOneBlockWithTheBytesOfOneByOne) {
+  const std::vector<int> v = {7, -1, 1 << 30, 0};
+  Writer block, one_by_one;
+  Codec<std::vector<int>>::put(block, v);
+  one_by_one.pod<std::uint64_t>(v.size());
+  for (const int x : v) one_by_one.pod(x);
+  EXPECT_EQ(block.bytes(), one_by_one.bytes());
+  Writer lying;
+  lying.pod<std::uint64_t>(1ull << 61);  // far more floats than the message holds
+  lying.pod(1.0f);
+  Reader r(lying.bytes());
+  EXPECT_THROW(Codec<std::vector<float>>::get(r), kit::remote::Malformed);
+}
+
 TEST(RemoteCodec, AShortMessageIsRefused) {
   Writer w;
   Codec<std::vector<float>>::put(w, std::vector<float>(10, 1.0f));

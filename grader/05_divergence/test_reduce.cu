@@ -86,15 +86,20 @@ struct Input {
     std::vector<long long> int_part(parts, 0);
     std::vector<double> float_part(parts, 0), abs_part(parts, 0);
     kit::parallel_parts(n, parts, [&](std::size_t k, std::size_t begin, std::size_t end) {
+      long long ints = 0;  // in registers: parts side by side in memory would share cache lines
+      double floats = 0, abs = 0;
       for (std::size_t i = begin; i < end; ++i) {
         const T v = value_at<T>(seed, static_cast<unsigned>(i), int_max);
         if constexpr (std::is_same_v<T, int>) {
-          int_part[k] += v;
+          ints += v;
         } else {
-          float_part[k] += v;
-          abs_part[k] += std::fabs(v);
+          floats += v;
+          abs += std::fabs(v);
         }
       }
+      int_part[k] = ints;
+      float_part[k] = floats;
+      abs_part[k] = abs;
     });
     long long int_sum = 0;
     double float_sum = 0, float_abs = 0;

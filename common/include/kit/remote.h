@@ -107,6 +107,8 @@ class Reader {
   bool done() const { return at_ == data_.size(); }
   /// How many bytes were read so far.
   std::size_t position() const { return at_; }
+  /// How many bytes are left to read.
+  std::size_t left() const { return data_.size() - at_; }
 
  private:
   const std::string& data_;
@@ -187,14 +189,27 @@ struct Codec<std::string> {
 
 template <class T>
 struct Codec<std::vector<T>> {
+  // Numbers travel as one block of bytes (the same bytes as one by one): a test's 2^26 floats
+  // in a fraction of a second rather than seconds.
+  static constexpr bool kBlock = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
   static void put(Writer& w, const std::vector<T>& v) {
     w.pod<std::uint64_t>(v.size());
-    for (const auto& item : v) Codec<T>::put(w, item);
+    if constexpr (kBlock) {
+      w.raw(v.data(), v.size() * sizeof(T));
+    } else {
+      for (const auto& item : v) Codec<T>::put(w, item);
+    }
   }
   static std::vector<T> get(Reader& r) {
     const auto n = r.pod<std::uint64_t>();
     std::vector<T> v;
-    for (std::uint64_t i = 0; i < n; ++i) v.push_back(Codec<T>::get(r));
+    if constexpr (kBlock) {
+      if (n > r.left() / sizeof(T)) throw Malformed("kit::remote: array longer than the message");
+      v.resize(n);
+      r.raw(v.data(), n * sizeof(T));
+    } else {
+      for (std::uint64_t i = 0; i < n; ++i) v.push_back(Codec<T>::get(r));
+    }
     return v;
   }
 };
