@@ -54,10 +54,12 @@ template <class T>
   std::string problems;
   const auto hits = out.guard_writes();
   if (!hits.empty()) problems += what + ": " + kit::describe_guard_writes(hits, out.size()) + "\n";
-  const kit::Comparison cmp = kit::compare_values(expected, out.download(), tol);
+  const std::vector<T> got = out.download();
+  const kit::Comparison cmp = kit::compare_values(expected, got, tol);
   if (!cmp.ok()) {
     problems += kit::describe_mismatches(what, cmp, tol, shape, nullptr) + "\n";
     if (extra) problems += extra(cmp);
+    problems += kit::likely_mistake(expected, got, tol, shape, nullptr);
   }
   if (problems.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << problems << kit::seed_note();

@@ -507,6 +507,14 @@ def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_neede
         if ok is None and gpu_needed:
             ok = False
         tally.add(ok, f"{what} is told '{sub.message}'", out)
+    if sub.likely:
+        # The diagnosis line may wrap: compare with the report's words joined by single spaces.
+        said = next((t for t in failing if sub.likely in " ".join((t.reason + " " + t.output)
+                                                                   .split())), None)
+        ok = True if said else (None if any(excused(t) for t in result.tests) else False)
+        if ok is None and gpu_needed:
+            ok = False
+        tally.add(ok, f"{what} is diagnosed: likely '{sub.likely}'", out)
     shown = told or (failing[0] if failing else None)
     verdict = _verdict_line(shown, sub.message) if shown else "every test that ran passed"
     out.write(f"  {lab.id}/{sub.name}: {result.score:g}/{result.max_score:g} — {verdict}\n")

@@ -4,7 +4,8 @@ Each entry is a plausible student mistake written as text edits of the reference
 for a name starting ``right_``, a correct alternative that must lose nothing). The selftest grades
 every one and checks that it loses exactly the steps in ``loses`` with a failure message
 containing ``message``; an entry with ``racecheck`` names a GoogleTest filter on which
-compute-sanitizer's racecheck must report a hazard. CMake (common/cmake/KitLab.cmake) builds a
+compute-sanitizer's racecheck must report a hazard; an entry with ``likely`` names part of the
+diagnosis line (``likely: ...``, kit/diagnose.h) a failing test must print. CMake (common/cmake/KitLab.cmake) builds a
 grader binary per entry from the same file.
 
 This module is the one parser of those files: validated on load, so a typo in a field is reported
@@ -27,7 +28,7 @@ from .manifest import Lab, ManifestError
 FILE_NAME = "wrong.json"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck", "base", "refused",
-           "only_refused"}
+           "only_refused", "likely"}
 
 
 class WrongError(ManifestError):
@@ -66,6 +67,10 @@ class WrongSubmission:
     only_refused: bool = False
     """Only the inspection can stop it (say, an #include of the reference solution: the worker
     then runs the reference): the selftest does not grade it again without the inspection."""
+
+    likely: str | None = None
+    """Part of the diagnosis (kit/diagnose.h) that a failing test's "likely:" line must hold:
+    the mistake the pattern of wrong elements names."""
 
     @property
     def is_attack(self) -> bool:
@@ -137,6 +142,9 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
             raise WrongError(f"{at}.refused, only_refused: expected true or false")
         if only_refused and not refused:
             raise WrongError(f"{at}.only_refused: needs \"refused\": true")
+        likely = item.get("likely")
+        if likely is not None and (not isinstance(likely, str) or not likely):
+            raise WrongError(f"{at}.likely: expected part of a diagnosis line")
         edits = item.get("edits")
         if not isinstance(edits, list) or not edits:
             raise WrongError(f"{at}.edits: expected a non-empty list")
@@ -160,7 +168,8 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
                 raise WrongError(f"{at}.edits[{j}].find: empty")
             parsed.append(Edit(edit["file"], edit["find"], edit["replace"], region, occurrence))
         found.append(WrongSubmission(name, item["mistake"], tuple(parsed), tuple(loses),
-                                     item["message"], racecheck, base, refused, only_refused))
+                                     item["message"], racecheck, base, refused, only_refused,
+                                     likely))
     names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -70,6 +70,14 @@ class WrongTest(unittest.TestCase):
         with self.assertRaisesRegex(wrong.WrongError, r"submissions\[0\]\.loses"):
             wrong.parse(data, LAB, "wrong.json")
 
+    def test_likely_names_part_of_a_diagnosis(self) -> None:
+        data = entry(find="a", replace="b")
+        data["submissions"][0]["likely"] = "rounded down"
+        self.assertEqual(wrong.parse(data, LAB, "wrong.json")[0].likely, "rounded down")
+        data["submissions"][0]["likely"] = ""
+        with self.assertRaisesRegex(wrong.WrongError, r"submissions\[0\]\.likely"):
+            wrong.parse(data, LAB, "wrong.json")
+
     def test_the_kits_own_submissions_all_load_and_apply(self) -> None:
         root = Path(__file__).resolve().parents[2]
         from kitgrade.manifest import load_manifest

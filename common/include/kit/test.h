@@ -26,6 +26,7 @@
 #include "kit/buffers.h"
 #include "kit/compare.h"
 #include "kit/device_info.h"
+#include "kit/diagnose.h"
 #include "kit/launch.h"
 #include "kit/random.h"
 #include "kit/thresholds.h"
@@ -104,8 +105,12 @@ template <class T>
   std::string problems;
   const auto hits = out.guard_writes();
   if (!hits.empty()) problems += what + ": " + describe_guard_writes(hits, out.size()) + "\n";
-  const Comparison cmp = compare_values(expected, out.download(), tol);
-  if (!cmp.ok()) problems += describe_mismatches(what, cmp, tol, shape, &launch) + "\n";
+  const std::vector<T> got = out.download();
+  const Comparison cmp = compare_values(expected, got, tol);
+  if (!cmp.ok()) {
+    problems += describe_mismatches(what, cmp, tol, shape, &launch) + "\n";
+    problems += likely_mistake(expected, got, tol, shape, &launch);
+  }
   if (expected.size() >= (1u << 20)) trace("checked " + std::to_string(expected.size()) + " " + what);
   if (problems.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << problems << seed_note();

@@ -1,0 +1,95 @@
+/// @file diagnose.h
+/// @brief The likely mistake behind a failed output check, named from the pattern of wrong elements.
+///
+/// A mismatch report says which elements are wrong; a student then has to guess why. Most wrong
+/// kernels of these labs leave one of a few patterns, and each has a usual cause: only block 0's
+/// elements right (the index lacks blockIdx), the tail never written (the grid rounded down),
+/// every value one place over (an index off by one), the transposed position's value (rows and
+/// columns swapped), the row stride of the other extent, elements never written, NaN. Each rule
+/// below looks for one pattern over the whole output and, when it holds, gives one line that names
+/// the likely mistake; the first rule that holds wins. No rule holds for a pattern it does not
+/// recognise: then nothing is said rather than a guess.
+///
+/// A race (wrong elements that change between two runs of the same input) needs two runs, so it is
+/// a test's own check, not a rule here.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kit/compare.h"
+#include "kit/launch.h"
+#include "kit/poison.h"
+
+namespace kit {
+
+namespace detail {
+
+/// What the rules see of one output: expected and actual values, which elements are wrong (by the
+/// check's tolerance) and which still hold the poison pattern.
+struct Pattern {
+  std::vector<double> expected, got;
+  std::vector<char> wrong, unwritten;
+  std::size_t wrong_count = 0, unwritten_count = 0, nan_count = 0;
+  Tolerance tol;
+  bool close(double want, double value) const {
+    return std::fabs(value - want) <= tol.abs + tol.rel * std::fabs(want);
+  }
+};
+
+std::string diagnose(const Pattern& p, const Shape& shape, const Launch* launch);
+
+}  // namespace detail
+
+/// Outputs larger than this many elements are not diagnosed.
+inline constexpr std::size_t kMaxDiagnosed = std::size_t{1} << 24;
+
+/// One line naming the likely mistake behind the wrong elements of `got` (by `tol`), or "" when
+/// no rule recognises the pattern (or nothing is wrong). `launch` (may be null) lets the rules
+/// speak of blocks and of the grid.
+template <class T>
+std::string diagnose_mismatches(const std::vector<T>& expected, const std::vector<T>& got,
+                                const Tolerance& tol, const Shape& shape, const Launch* launch) {
+  // The rules read the whole output as doubles: outputs of perf tests' size are left to the
+  // report (the same mistake shows at the correctness tests' sizes).
+  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
+    return "";
+  detail::Pattern p;
+  p.tol = tol;
+  const std::size_t n = expected.size();
+  p.expected.resize(n);
+  p.got.resize(n);
+  p.wrong.assign(n, 0);
+  p.unwritten.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    p.expected[i] = static_cast<double>(expected[i]);
+    p.got[i] = static_cast<double>(got[i]);
+    const bool poisoned = is_poison(got[i]);
+    const bool nan = !poisoned && std::isnan(p.got[i]) && !std::isnan(p.expected[i]);
+    const bool bad = poisoned || nan || std::isnan(p.got[i]) != std::isnan(p.expected[i]) ||
+                     (!std::isnan(p.got[i]) && !p.close(p.expected[i], p.got[i]));
+    p.wrong[i] = bad;
+    p.unwritten[i] = poisoned;
+    p.wrong_count += bad;
+    p.unwritten_count += poisoned;
+    p.nan_count += nan;
+  }
+  if (p.wrong_count == 0) return "";
+  return detail::diagnose(p, shape, launch);
+}
+
+/// `text` broken into lines of at most `width` characters, each after `indent` (the diagnosis
+/// line in a report that fits 80 columns).
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent);
+
+/// The report's "likely: ..." lines (80 columns), or "" when no rule recognises the pattern.
+template <class T>
+std::string likely_mistake(const std::vector<T>& expected, const std::vector<T>& got,
+                           const Tolerance& tol, const Shape& shape, const Launch* launch) {
+  const std::string line = diagnose_mismatches(expected, got, tol, shape, launch);
+  return line.empty() ? "" : wrap_text("likely: " + line, 80, "  ");
+}
+
+}  // namespace kit

@@ -1,0 +1,131 @@
+// Unit tests of the diagnosis rules (kit/diagnose.h): each on a synthetic pattern of the mistake it
+// names, and nothing said for a pattern no rule knows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kit/diagnose.h"
+
+namespace {
+
+const kit::Tolerance kExact = kit::Tolerance::exact("test");
+
+std::vector<float> ramp(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = 0.5f + static_cast<float>(i);
+  return v;
+}
+
+kit::Launch launch_1d(unsigned grid, unsigned block) { return {dim3(grid), dim3(block), 1}; }
+
+std::string diagnose_1d(const std::vector<float>& expected, const std::vector<float>& got,
+                        const kit::Launch* launch = nullptr) {
+  return kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d1(expected.size()), launch);
+}
+
+TEST(Diagnose, OnlyBlockZeroRightMeansTheIndexLacksBlockIdx) {
+  const auto expected = ramp(1000);
+  std::vector<float> got(1000, kit::poison_value<float>());
+  for (std::size_t i = 0; i < 256; ++i) got[i] = expected[i];
+  const kit::Launch launch = launch_1d(4, 256);
+  EXPECT_NE(diagnose_1d(expected, got, &launch).find("lacks blockIdx"), std::string::npos);
+}
+
+TEST(Diagnose, ATailNeverWrittenByAGridRoundedDown) {
+  const auto expected = ramp(1000);
+  auto got = expected;
+  for (std::size_t i = 768; i < 1000; ++i) got[i] = kit::poison_value<float>();
+  const kit::Launch launch = launch_1d(3, 256);  // 1000 / 256 rounded down
+  const std::string line = diagnose_1d(expected, got, &launch);
+  EXPECT_NE(line.find("the last 232 elements (from [768])"), std::string::npos) << line;
+  EXPECT_NE(line.find("rounded down"), std::string::npos) << line;
+  EXPECT_NE(diagnose_1d(expected, got).find("stops short of n"), std::string::npos);
+  // One block of 256 over 1000 elements, a grid chosen small: the grid-stride loop is missing.
+  for (std::size_t i = 256; i < 1000; ++i) got[i] = kit::poison_value<float>();
+  const kit::Launch one_block = launch_1d(1, 256);
+  const std::string small = diagnose_1d(expected, got, &one_block);
+  EXPECT_NE(small.find("needs a grid-stride loop"), std::string::npos) << small;
+  EXPECT_EQ(small.find("rounded down"), std::string::npos) << small;
+}
+
+TEST(Diagnose, TheLastColumnsOfA2dOutputNeverWritten) {
+  const std::size_t rows = 5, cols = 7;
+  const auto expected = ramp(rows * cols);
+  auto got = expected;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 5; c < cols; ++c) got[r * cols + c] = kit::poison_value<float>();
+  const std::string line =
+      kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d2(rows, cols), nullptr);
+  EXPECT_NE(line.find("the last 2 columns were never written"), std::string::npos) << line;
+  EXPECT_NE(line.find("x (columns)"), std::string::npos) << line;
+}
+
+TEST(Diagnose, ValuesOnePlaceOverMeanAnIndexOffByOne) {
+  const auto expected = ramp(300);
+  auto after = expected, before = expected;
+  for (std::size_t i = 0; i + 1 < 300; ++i) after[i] = expected[i + 1];
+  for (std::size_t i = 1; i < 300; ++i) before[i] = expected[i - 1];
+  EXPECT_NE(diagnose_1d(expected, after).find("element after them"), std::string::npos);
+  EXPECT_NE(diagnose_1d(expected, before).find("element before them"), std::string::npos);
+}
+
+TEST(Diagnose, TheTransposedPositionsValueMeansRowsAndColumnsSwapped) {
+  const std::size_t rows = 8, cols = 8;
+  const auto expected = ramp(rows * cols);
+  std::vector<float> got(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) got[r * cols + c] = expected[c * cols + r];
+  const std::string line =
+      kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d2(rows, cols), nullptr);
+  EXPECT_NE(line.find("rows and columns are swapped"), std::string::npos) << line;
+}
+
+TEST(Diagnose, TheOtherExtentAsRowStride) {
+  const std::size_t rows = 4, cols = 6;
+  const auto expected = ramp(rows * cols);
+  std::vector<float> got(rows * cols, kit::poison_value<float>());
+  for (std::size_t r = 0; r < rows; ++r)  // index r * rows + c: the row stride is rows
+    for (std::size_t c = 0; c < cols; ++c)
+      if (r * rows + c < got.size()) got[r * rows + c] = expected[r * cols + c];
+  const std::string line =
+      kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d2(rows, cols), nullptr);
+  EXPECT_NE(line.find("row stride is the number of rows"), std::string::npos) << line;
+}
+
+TEST(Diagnose, ScatteredElementsNeverWrittenAndNaN) {
+  const auto expected = ramp(500);
+  auto got = expected;
+  for (std::size_t i : {3u, 77u, 120u, 499u / 2}) got[i] = kit::poison_value<float>();
+  EXPECT_NE(diagnose_1d(expected, got).find("never written"), std::string::npos);
+  got = expected;
+  got[10] = NAN;
+  got[20] = NAN;
+  EXPECT_NE(diagnose_1d(expected, got).find("2 elements are NaN"), std::string::npos);
+}
+
+TEST(Diagnose, NothingIsSaidOfAPatternNoRuleKnowsOrOfARightOutput) {
+  const auto expected = ramp(400);
+  auto got = expected;
+  EXPECT_EQ(diagnose_1d(expected, got), "");
+  got[17] += 3.0f;  // values that are merely wrong, written, no NaN
+  got[201] *= 2.0f;
+  got[333] = -1.0f;
+  EXPECT_EQ(diagnose_1d(expected, got), "");
+}
+
+TEST(Diagnose, TheLikelyLinesFit80Columns) {
+  const auto expected = ramp(1000);
+  std::vector<float> got(1000, kit::poison_value<float>());
+  for (std::size_t i = 0; i < 256; ++i) got[i] = expected[i];
+  const kit::Launch launch = launch_1d(4, 256);
+  const std::string text =
+      kit::likely_mistake(expected, got, kExact, kit::Shape::d1(1000), &launch);
+  ASSERT_EQ(text.rfind("  likely: only block 0", 0), 0u) << text;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
+}
+
+}  // namespace
