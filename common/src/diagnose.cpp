@@ -161,7 +161,9 @@ std::string nans(const Pattern& p) {
 
 }  // namespace
 
-std::string diagnose(const Pattern& p, const Shape& shape, const Launch* launch) {
+std::string diagnose(const Pattern& p, const Shape& given, const Launch* launch) {
+  // A shape that does not describe the output is not trusted: the rules see a 1D array then.
+  const Shape shape = given.size() == p.wrong.size() ? given : Shape::d1(p.wrong.size());
   for (const std::string& line :
        {only_block_zero(p, shape, launch), tail_unwritten(p, shape, launch),
         edge_unwritten(p, shape), shifted(p), swapped(p, shape), never_written(p), nans(p)})

@@ -116,6 +116,16 @@ TEST(Diagnose, NothingIsSaidOfAPatternNoRuleKnowsOrOfARightOutput) {
   EXPECT_EQ(diagnose_1d(expected, got), "");
 }
 
+TEST(Diagnose, AShapeThatIsNotTheOutputsIsReadAs1d) {
+  const auto expected = ramp(30);
+  auto got = expected;
+  for (std::size_t i = 20; i < 30; ++i) got[i] = kit::poison_value<float>();
+  // 8 x 8 would index past 30 elements; read as 1D, the tail rule still speaks.
+  const std::string line =
+      kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d2(8, 8), nullptr);
+  EXPECT_NE(line.find("the last 10 elements"), std::string::npos) << line;
+}
+
 TEST(Diagnose, TheLikelyLinesFit80Columns) {
   const auto expected = ramp(1000);
   std::vector<float> got(1000, kit::poison_value<float>());
