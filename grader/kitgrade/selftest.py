@@ -120,6 +120,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     if args.labs:
         labs = [find_lab(ctx.manifest(), name) for name in args.labs]
 
+    unit_report = build_dir / "selftest-python-unit-tests.json"
+    unit_tests = _start_python_unit_tests(root, unit_report)
     _section(out, "Build")
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
@@ -127,6 +129,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     except BuildError as err:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
+        unit_tests.kill()
+        unit_tests.communicate()
         return _finish(tally, out)
     tally.add(True, "the kit builds", out)
     bin_dir = build_dir / "bin"
@@ -134,9 +138,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _section(out, "Consistency (kit.py check)")
     _consistency(root, build_dir, tally, out)
 
-    _section(out, "Unit tests")
+    _section(out, "Unit tests (the Python ones ran during the build)")
     _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
-    _python_unit_tests(root, tally, out)
+    _python_unit_tests(unit_tests, unit_report, tally, out)
 
     gpu_needed = args.require_gpu
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
@@ -282,23 +286,47 @@ def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
     out.write(f"  {count} C++ unit tests of common/ (exit {proc.returncode})\n")
 
 
-def _python_unit_tests(root: Path, tally: Tally, out: TextIO) -> None:
-    grader_dir = root / "grader"
-    suite = unittest.defaultTestLoader.discover(str(grader_dir / "tests"), top_level_dir=str(grader_dir))
+def _start_python_unit_tests(root: Path, report: Path) -> subprocess.Popen:
+    """Starts the grader's Python unit tests in a process of their own, to run while the kit
+    builds (they need no build); _python_unit_tests reads what they wrote to `report`."""
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.unlink(missing_ok=True)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
+            "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2])")
+    return subprocess.Popen([sys.executable, "-c", code, str(root / "grader"), str(report)],
+                            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+
+
+def run_python_unit_tests(grader_dir: str, report: str) -> None:
+    """The child of _start_python_unit_tests: runs every test and writes, as JSON, each test's
+    id, outcome (passed, failed, skipped) and failure text."""
+    suite = unittest.defaultTestLoader.discover(str(Path(grader_dir) / "tests"),
+                                                top_level_dir=grader_dir)
     tests = _flatten(suite)  # before running: a suite drops its tests as they finish
-    stream = io.StringIO()
-    result = unittest.TextTestRunner(stream=stream, verbosity=0).run(suite)
+    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
     problems = {str(test): text for test, text in result.failures + result.errors}
-    for test in tests:
-        name = test.id()
-        if str(test) in problems:
+    rows = [[test.id(), "failed" if str(test) in problems else
+             "skipped" if any(t is test for t, _ in result.skipped) else "passed",
+             problems.get(str(test), "")] for test in tests]
+    Path(report).write_text(json.dumps({"run": result.testsRun, "tests": rows}))
+
+
+def _python_unit_tests(child: subprocess.Popen, report: Path, tally: Tally, out: TextIO) -> None:
+    output, _ = child.communicate()
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        tally.add(False, f"the grader's Python unit tests ran (exit {child.returncode})", out)
+        out.write("".join(f"    {line}\n" for line in output.splitlines()[-30:]))
+        return
+    for name, outcome, text in data["tests"]:
+        if outcome == "failed":
             tally.add(False, f"grader unit test {name}", out)
-            out.write("    " + problems[str(test)].replace("\n", "\n    ") + "\n")
-        elif any(t is test for t, _ in result.skipped):
-            tally.add(None, f"grader unit test {name}", out)
+            out.write("    " + text.replace("\n", "\n    ") + "\n")
         else:
-            tally.add(True, f"grader unit test {name}", out)
-    out.write(f"  {result.testsRun} Python unit tests of the grader\n")
+            tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
+    out.write(f"  {data['run']} Python unit tests of the grader\n")
 
 
 def _flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:
