@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import console, reports, runner, sanitize, selftest, student_view, submission
+from . import console, profile, reports, runner, sanitize, selftest, student_view, submission
 from . import check, diagnose_build, handout, progress, reset, watch
 from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, UsageError,
                       check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
@@ -297,6 +297,7 @@ SUBCOMMANDS: tuple[Registrar, ...] = (
     register_grade,
     selftest.register,
     sanitize.register,
+    profile.register,
     progress.register,
     reset.register,
     watch.register,

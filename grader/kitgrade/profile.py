@@ -1,0 +1,306 @@
+"""What the hardware says about your kernels: ``python3 grader/kit.py profile LAB``.
+
+Runs the lab's benchmark program twice under NVIDIA Nsight Compute (``ncu``), once built from your
+files and once from the reference solution (the same inputs: the benchmarks draw them from a fixed
+seed), reads the counters the lab teaches, and prints one table per kernel: the counter in plain
+words, your value, the reference's, and what a difference means. For example lab 03's transpose:
+global-load sectors per request, 4 when a warp reads 32 neighbouring floats, 32 when each lane
+reads its own sector.
+
+Only kernels compiled from the lab's files are shown (the worker's kernel list, when the build
+wrote one); the benchmark's own ceilings (copies, cuBLAS, CUB) are left out. Without ``ncu``,
+without a GPU, or where the driver does not let this user read the counters
+(``ERR_NVGPUCTRPERM``), it says so in one line, with what to do, and exits 4: never a table of
+made-up numbers.
+
+Exit codes: 0 tables printed, 2 usage error, 3 the build failed or a benchmark did not run,
+4 not run (no ncu, no GPU, counters not permitted).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import re
+import shutil
+import subprocess
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import protocol, runner
+from .build import BuildError, ensure_built
+from .context import default_build_dir, find_lab
+
+NOT_RUN_EXIT = 4
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One line of a profile table: `metric` is an ncu metric, or "A/B" for the ratio of two."""
+
+    metric: str
+    words: str
+    meaning: str
+
+    @property
+    def raw(self) -> tuple[str, ...]:
+        return tuple(self.metric.split("/"))
+
+
+_LD = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum/l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+_ST = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum/l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+_DRAM = Counter("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput, % of peak",
+                "near the reference's: the kernel streams memory as fast as the copy does")
+_SECTORS_LD = Counter(_LD, "global-load sectors per request",
+                      "4 is a warp reading 32 neighbouring floats; 32 is every lane in its own "
+                      "32-byte sector (strided or scattered addresses)")
+_SECTORS_ST = Counter(_ST, "global-store sectors per request",
+                      "as for loads: 4 is coalesced, up to 32 is one sector per lane")
+_OCCUPANCY = Counter("sm__warps_active.avg.pct_of_peak_sustained_active",
+                     "achieved occupancy, % of the SM's warps",
+                     "lower than the theoretical: blocks end unevenly or too few are launched")
+_THEORETICAL = Counter("sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy, %",
+                       "what registers, shared memory and block size allow (lab 06's model)")
+
+COUNTERS: dict[str, tuple[Counter, ...]] = {
+    "01_indexing": (
+        Counter("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+                "memory throughput, % of peak",
+                "far below the reference: a mapping that wastes sectors or too few threads"),
+        _DRAM, _SECTORS_LD),
+    "02_bounds": (_DRAM, _SECTORS_LD, _SECTORS_ST),
+    "03_coalescing": (
+        _SECTORS_LD, _SECTORS_ST, _DRAM,
+        Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                "shared-memory bank conflicts on loads",
+                "0 with a padded tile; a column read of an unpadded 32 x 32 tile conflicts "
+                "32 ways")),
+    "04_tiling": (
+        Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                "shared-memory bank conflicts on loads",
+                "reads of a tile row by a warp should not conflict; many conflicts mean a "
+                "column walk or a stride that is a multiple of 32"),
+        Counter("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                "FMA pipe busy, % of peak",
+                "higher is more of the time spent on arithmetic rather than waiting on memory"),
+        _OCCUPANCY,
+        Counter("dram__bytes_read.sum", "bytes read from DRAM",
+                "tiling reuses each loaded value: far fewer bytes than the naive kernel reads")),
+    "05_divergence": (
+        Counter("smsp__thread_inst_executed_per_inst_executed.ratio",
+                "active threads per warp instruction (of 32)",
+                "below 32: lanes of a warp took different branches and waited for each other"),
+        Counter("smsp__sass_average_branch_targets_threads_uniform.pct",
+                "branches taken the same way by the whole warp, %",
+                "100 is no divergence; tid % 2 splits every warp"),
+        _DRAM),
+    "06_occupancy": (_OCCUPANCY, _THEORETICAL),
+    "07_streams": (_DRAM,),
+}
+
+
+@dataclass
+class KernelCounters:
+    name: str
+    values: dict[str, float]
+
+
+class ProfileError(Exception):
+    """A reason the profile was not taken, for one line of output."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "profile", help="hardware counters of your kernels next to the reference's (ncu)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lab", metavar="LAB", help='a lab: "03", "03_coalescing" or "coalescing"')
+    parser.add_argument("--launches", type=int, default=40,
+                        help="kernel launches profiled per program (default: %(default)s)")
+    parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
+    parser.set_defaults(handler=_cmd_profile)
+
+
+def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
+    lab = find_lab(ctx.manifest(), args.lab)
+    counters = COUNTERS.get(lab.id)
+    if not counters:
+        ctx.stdout.write(f"profile: {lab.id} has no counters to show\n")
+        return NOT_RUN_EXIT
+    ncu = find_ncu()
+    if ncu is None:
+        return _not_run(ctx, "Nsight Compute (ncu) is not installed; it comes with the CUDA "
+                             "toolkit (/usr/local/cuda/bin/ncu): install it and put it on PATH")
+    build_dir = default_build_dir(ctx, args.build_dir)
+    programs = {variant: build_dir / "bin" / bench_name(lab.id, variant)
+                for variant in ("student", "reference")}
+    if not args.no_build:
+        try:
+            ensure_built(ctx.root, build_dir, [p.name for p in programs.values()]
+                         + [runner.target_name(lab, "student")], out=ctx.stdout, quiet=True)
+        except BuildError as err:
+            ctx.stderr.write(f"build failed: {err}\n")
+            return 3
+    device = protocol.query_device(runner.lab_target(ctx.root, build_dir, lab, "student").binary)
+    if not device.get("available"):
+        return _not_run(ctx, f"no CUDA device ({device.get('reason', 'none found')})")
+    found: dict[str, list[KernelCounters]] = {}
+    for variant, program in programs.items():
+        try:
+            text = run_ncu(ncu, program, counters, args.launches)
+        except ProfileError as err:
+            return _not_run(ctx, str(err))
+        except OSError as err:
+            ctx.stderr.write(f"profile: {program} did not run: {err}\n")
+            return 3
+        own = own_kernels(build_dir / "bin" / worker_name(lab.id, variant))
+        found[variant] = [k for k in parse_csv(text, counters) if not own or k.name in own]
+    ctx.stdout.write(render(lab.id, counters, found["student"], found["reference"]))
+    return 0
+
+
+def _not_run(ctx: Any, why: str) -> int:
+    ctx.stdout.write("\n".join(textwrap.wrap("profile: not run: " + why, 80,
+                                              subsequent_indent="  ")) + "\n")
+    return NOT_RUN_EXIT
+
+
+def bench_name(lab_id: str, variant: str) -> str:
+    return f"bench_{lab_id}" + ("" if variant == "student" else f"_{variant}")
+
+
+def worker_name(lab_id: str, variant: str) -> str:
+    return f"worker_{lab_id}" + ("" if variant == "student" else f"_{variant}")
+
+
+def find_ncu() -> str | None:
+    """ncu on PATH, else the one in the usual toolkit folder, else None."""
+    candidate = Path("/usr/local/cuda/bin/ncu")
+    return shutil.which("ncu") or (str(candidate) if candidate.is_file() else None)
+
+
+def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> list[str]:
+    metrics = sorted({m for c in counters for m in c.raw})
+    return [ncu, "--csv", "--kernel-name-base", "mangled", "--launch-count", str(launches),
+            "--metrics", ",".join(metrics), str(program)]
+
+
+def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> str:
+    if not program.is_file():
+        raise OSError(f"{program} is not built")
+    proc = subprocess.run(command(ncu, program, counters, launches), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", timeout=900)
+    refusal = refusal_reason(proc.stdout)
+    if refusal:
+        raise ProfileError(refusal)
+    return proc.stdout
+
+
+def refusal_reason(text: str) -> str:
+    """One line for an ncu run that read no counters, or "" when it read some."""
+    if "ERR_NVGPUCTRPERM" in text:
+        return ("this user may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run "
+                "as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+    if "No kernels were profiled" in text:
+        return "ncu profiled no kernel (did the benchmark run any?)"
+    return ""
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def parse_csv(text: str, counters: tuple[Counter, ...]) -> list[KernelCounters]:
+    """The kernels of ncu's --csv output (one row per kernel launch and metric, after its own
+    log lines) in order of first launch, each with the counters of its first profiled launch;
+    a ratio counter "A/B" is A divided by B (absent when B is 0)."""
+    start = text.find('"ID","Process ID"')
+    if start < 0:
+        return []
+    rows = csv.DictReader(io.StringIO(text[start:]))
+    launches: dict[str, dict[str, float]] = {}
+    names: dict[str, str] = {}
+    for row in rows:
+        # ncu's log lines may follow the table: they have no metric value.
+        launch, name = row.get("ID") or "", row.get("Kernel Name") or ""
+        value = _number(row.get("Metric Value") or "")
+        if not launch or not name or value is None:
+            continue
+        names.setdefault(launch, name)
+        launches.setdefault(launch, {})[row.get("Metric Name", "")] = value
+    kernels: dict[str, KernelCounters] = {}
+    for launch, raw in launches.items():
+        name = names[launch]
+        if name in kernels:
+            continue
+        values = {}
+        for counter in counters:
+            parts = counter.raw
+            if all(p in raw for p in parts):
+                if len(parts) == 1:
+                    values[counter.metric] = raw[parts[0]]
+                elif raw[parts[1]] != 0:
+                    values[counter.metric] = raw[parts[0]] / raw[parts[1]]
+        kernels[name] = KernelCounters(name, values)
+    return list(kernels.values())
+
+
+def own_kernels(worker: Path) -> set[str]:
+    """The kernels compiled from the lab's files (cuobjdump's list beside the worker), or an
+    empty set when the build wrote none (then every kernel is shown)."""
+    listing = worker.with_name(worker.name + ".kernels")
+    if not listing.is_file():
+        return set()
+    return {line.split()[-1] for line in listing.read_text(errors="replace").splitlines()
+            if "STO_ENTRY" in line and line.split()}
+
+
+def demangled(name: str) -> str:
+    """A readable kernel name: the function's own name out of an Itanium mangled one."""
+    match = re.match(r"_Z(?:N\d+\w+?)?(\d+)", name)
+    if not match:
+        return name
+    length = int(match.group(1))
+    rest = name[match.end():]
+    return rest[:length] if len(rest) >= length else name
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1e6:
+        return f"{value:.3g}"
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCounters],
+           reference: list[KernelCounters]) -> str:
+    """One table per kernel, in 80 columns: counter, yours, the reference's, then what it means."""
+    ref = {k.name: k for k in reference}
+    lines = [f"profile {lab_id}: your kernels next to the reference's (Nsight Compute)", ""]
+    for kernel in student:
+        other = ref.get(kernel.name)
+        lines.append(f"{demangled(kernel.name)[:78]}")
+        lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
+        for counter in counters:
+            mine = kernel.values.get(counter.metric)
+            theirs = other.values.get(counter.metric) if other else None
+            lines.append(f"  {counter.words[:44]:44} {_fmt(mine):>14} {_fmt(theirs):>14}")
+            lines += textwrap.wrap(counter.meaning, 78, initial_indent="    ",
+                                   subsequent_indent="    ")
+        lines.append("")
+    missing = [k.name for k in reference if k.name not in {s.name for s in student}]
+    if missing:
+        lines += textwrap.wrap("kernels of the reference that your build did not launch: "
+                               + ", ".join(demangled(n) for n in missing), 80,
+                               subsequent_indent="  ")
+    if not student:
+        lines.append("none of your kernels was profiled (is the lab's benchmark running them?)")
+    return "\n".join(lines) + "\n"

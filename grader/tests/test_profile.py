@@ -1,0 +1,117 @@
+"""Tests of kit.py profile (kitgrade.profile) without a GPU: ncu's CSV read back, the table, and
+the reasons it gives for not running.
+
+Run: python3 -m unittest discover -s grader/tests -t grader
+"""
+import io
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from kitgrade import cli, profile
+from kitgrade.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+LD = profile._LD.split("/")
+
+# ncu --csv output: its own log lines first, then one row per kernel launch and metric; numbers
+# with thousands separators.
+CSV = f'''==PROF== Connected to process 4242 (bench_03_coalescing)
+==PROF== Profiling "transpose_naive_kernel" - 0: 0%....50%....100% - 9 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","bench_03_coalescing","127.0.0.1","_Z22transpose_naive_kerneljjPKfPf","1","7","(32, 8, 1)","(256, 1024, 1)","0","9.0","Command line profiler metrics","{LD[0]}","sector","67,108,864"
+"0","4242","bench_03_coalescing","127.0.0.1","_Z22transpose_naive_kerneljjPKfPf","1","7","(32, 8, 1)","(256, 1024, 1)","0","9.0","Command line profiler metrics","{LD[1]}","request","2,097,152"
+"0","4242","bench_03_coalescing","127.0.0.1","_Z22transpose_naive_kerneljjPKfPf","1","7","(32, 8, 1)","(256, 1024, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","41.5"
+"1","4242","bench_03_coalescing","127.0.0.1","_Z22transpose_naive_kerneljjPKfPf","1","7","(32, 8, 1)","(256, 1024, 1)","0","9.0","Command line profiler metrics","{LD[0]}","sector","1"
+"1","4242","bench_03_coalescing","127.0.0.1","_Z22transpose_naive_kerneljjPKfPf","1","7","(32, 8, 1)","(256, 1024, 1)","0","9.0","Command line profiler metrics","{LD[1]}","request","1"
+"2","4242","bench_03_coalescing","127.0.0.1","_Z15grader_copy_kernPKfPf","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics","{LD[0]}","sector","8"
+"2","4242","bench_03_coalescing","127.0.0.1","_Z15grader_copy_kernPKfPf","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics","{LD[1]}","request","0"
+==PROF== Disconnected from process 4242
+'''
+
+
+class ReadingNcu(unittest.TestCase):
+    counters = profile.COUNTERS["03_coalescing"]
+
+    def test_each_kernel_keeps_its_first_launch_and_ratios_are_divided(self) -> None:
+        kernels = profile.parse_csv(CSV, self.counters)
+        self.assertEqual([k.name for k in kernels],
+                         ["_Z22transpose_naive_kerneljjPKfPf", "_Z15grader_copy_kernPKfPf"])
+        naive = kernels[0].values
+        self.assertEqual(naive[profile._LD], 32.0)  # 67,108,864 sectors over 2,097,152 requests
+        self.assertEqual(naive["dram__throughput.avg.pct_of_peak_sustained_elapsed"], 41.5)
+        self.assertNotIn(profile._LD, kernels[1].values)  # no request: no ratio, not 0 or inf
+
+    def test_output_without_a_table_reads_as_no_kernel(self) -> None:
+        self.assertEqual(profile.parse_csv("==PROF== No kernels were profiled.\n", self.counters), [])
+        self.assertIn("no kernel", profile.refusal_reason("==WARNING== No kernels were profiled."))
+
+    def test_counters_not_permitted_is_one_clear_reason(self) -> None:
+        text = "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU"
+        reason = profile.refusal_reason(text)
+        self.assertIn("ERR_NVGPUCTRPERM", reason)
+        self.assertIn("NVreg_RestrictProfilingToAdminUsers=0", reason)
+        self.assertEqual(profile.refusal_reason(CSV), "")
+
+    def test_the_command_asks_for_every_counter_of_the_lab(self) -> None:
+        argv = profile.command("ncu", Path("bench"), self.counters, 40)
+        metrics = argv[argv.index("--metrics") + 1].split(",")
+        self.assertEqual(set(metrics), {m for c in self.counters for m in c.raw})
+        self.assertIn("--csv", argv)
+        self.assertEqual(argv[-1], "bench")
+
+    def test_every_lab_has_counters_and_each_metric_reads_as_words(self) -> None:
+        manifest = load_manifest(ROOT / "grader" / "labs.json")
+        for lab in manifest.labs:
+            self.assertTrue(profile.COUNTERS.get(lab.id), lab.id)
+            for counter in profile.COUNTERS[lab.id]:
+                self.assertTrue(counter.words and counter.meaning, counter.metric)
+                self.assertLessEqual(len(counter.raw), 2, counter.metric)
+
+
+class TheTable(unittest.TestCase):
+    def test_yours_next_to_the_references_in_80_columns(self) -> None:
+        counters = profile.COUNTERS["03_coalescing"]
+        mine = profile.parse_csv(CSV, counters)[:1]
+        ref = [profile.KernelCounters(mine[0].name, {profile._LD: 4.0}),
+               profile.KernelCounters("_Z14transpose_tilejjPKfPf", {})]
+        text = profile.render("03_coalescing", counters, mine, ref)
+        self.assertIn("transpose_naive_kernel\n", text)
+        row = next(line for line in text.splitlines() if "global-load sectors" in line)
+        self.assertEqual(row.split()[-2:], ["32.0", "4.00"])
+        self.assertIn("did not launch: transpose_tile", text)
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
+    def test_demangled_names(self) -> None:
+        self.assertEqual(profile.demangled("_Z22transpose_naive_kerneljjPKfPf"),
+                         "transpose_naive_kernel")
+        self.assertEqual(profile.demangled("plain_name"), "plain_name")
+
+
+class NotRun(unittest.TestCase):
+    def run_cli(self, *argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = cli.main(list(argv), stdout=out, stderr=io.StringIO())
+        return code, out.getvalue()
+
+    def test_without_ncu_one_line_and_exit_4(self) -> None:
+        with mock.patch.object(profile, "find_ncu", return_value=None):
+            code, text = self.run_cli("profile", "03", "--no-build")
+        self.assertEqual(code, profile.NOT_RUN_EXIT)
+        self.assertIn("not run: Nsight Compute (ncu) is not installed", text)
+        self.assertNotIn("sectors", text)
+
+    def test_without_a_gpu_no_table(self) -> None:
+        with mock.patch.object(profile, "find_ncu", return_value="/opt/ncu"), \
+                mock.patch.object(profile.protocol, "query_device",
+                                  return_value={"available": False, "reason": "no CUDA device"}):
+            code, text = self.run_cli("profile", "03", "--no-build")
+        self.assertEqual(code, profile.NOT_RUN_EXIT)
+        self.assertIn("profile: not run: no CUDA device", text)
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
+
+if __name__ == "__main__":
+    unittest.main()
