@@ -171,6 +171,32 @@ std::string diagnose(const Pattern& p, const Shape& given, const Launch* launch)
   return "";
 }
 
+std::string wrong_map(const Pattern& p, const Shape& s) {
+  if (s.rank != 2 || s.size() != p.wrong.size() || p.wrong_count == 0) return "";
+  constexpr std::size_t kMaxRows = 8, kMaxCols = 32;
+  const std::size_t cell_rows = (s.y + kMaxRows - 1) / kMaxRows;
+  const std::size_t cell_cols = (s.x + kMaxCols - 1) / kMaxCols;
+  const std::size_t rows = (s.y + cell_rows - 1) / cell_rows;
+  const std::size_t cols = (s.x + cell_cols - 1) / cell_cols;
+  std::ostringstream out;
+  out << "  where the wrong elements are (" << s.y << " x " << s.x << "; a cell is " << cell_rows
+      << " x " << cell_cols << ")\n    '#' all wrong, '+' some, '.' none:\n";
+  for (std::size_t cr = 0; cr < rows; ++cr) {
+    out << "    ";
+    for (std::size_t cc = 0; cc < cols; ++cc) {
+      std::size_t total = 0, wrong = 0;
+      for (std::size_t r = cr * cell_rows; r < std::min(s.y, (cr + 1) * cell_rows); ++r)
+        for (std::size_t c = cc * cell_cols; c < std::min(s.x, (cc + 1) * cell_cols); ++c) {
+          ++total;
+          wrong += p.wrong[r * s.x + c];
+        }
+      out << (wrong == 0 ? '.' : wrong == total ? '#' : '+');
+    }
+    out << (cr == 0 ? "  row 0" : cr + 1 == rows ? "  last row" : "") << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace detail
 
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent) {

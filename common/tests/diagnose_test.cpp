@@ -126,6 +126,26 @@ TEST(Diagnose, AShapeThatIsNotTheOutputsIsReadAs1d) {
   EXPECT_NE(line.find("the last 10 elements"), std::string::npos) << line;
 }
 
+TEST(Diagnose, A2dOutputGetsAMapOfWhereTheWrongElementsAre) {
+  const std::size_t rows = 16, cols = 64;  // cells of 2 x 2
+  const auto expected = ramp(rows * cols);
+  auto got = expected;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 48; c < cols; ++c) got[r * cols + c] = kit::poison_value<float>();
+  got[0] = -1.0f;  // one wrong element in the top-left cell
+  const std::string text =
+      kit::likely_mistake(expected, got, kExact, kit::Shape::d2(rows, cols), nullptr);
+  EXPECT_NE(text.find("a cell is 2 x 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("    +" + std::string(23, '.') + std::string(8, '#') + "  row 0\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("    " + std::string(24, '.') + std::string(8, '#') + "  last row\n"),
+            std::string::npos) << text;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_EQ(kit::likely_mistake(expected, expected, kExact, kit::Shape::d2(rows, cols), nullptr),
+            "");
+}
+
 TEST(Diagnose, TheLikelyLinesFit80Columns) {
   const auto expected = ramp(1000);
   std::vector<float> got(1000, kit::poison_value<float>());

@@ -41,21 +41,20 @@ struct Pattern {
 
 std::string diagnose(const Pattern& p, const Shape& shape, const Launch* launch);
 
+/// For a 2D output: a map of at most 8 x 32 cells, each a block of elements: '.' none wrong,
+/// '+' some wrong, '#' all wrong; "" for other shapes or when nothing is wrong.
+std::string wrong_map(const Pattern& p, const Shape& shape);
+
 }  // namespace detail
 
 /// Outputs larger than this many elements are not diagnosed.
 inline constexpr std::size_t kMaxDiagnosed = std::size_t{1} << 24;
 
-/// One line naming the likely mistake behind the wrong elements of `got` (by `tol`), or "" when
-/// no rule recognises the pattern (or nothing is wrong). `launch` (may be null) lets the rules
-/// speak of blocks and of the grid.
+/// What the rules see of `got` against `expected`: which elements are wrong by `tol`, which were
+/// never written, which are NaN.
 template <class T>
-std::string diagnose_mismatches(const std::vector<T>& expected, const std::vector<T>& got,
-                                const Tolerance& tol, const Shape& shape, const Launch* launch) {
-  // The rules read the whole output as doubles: outputs of perf tests' size are left to the
-  // report (the same mistake shows at the correctness tests' sizes).
-  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
-    return "";
+detail::Pattern pattern_of(const std::vector<T>& expected, const std::vector<T>& got,
+                           const Tolerance& tol) {
   detail::Pattern p;
   p.tol = tol;
   const std::size_t n = expected.size();
@@ -76,20 +75,39 @@ std::string diagnose_mismatches(const std::vector<T>& expected, const std::vecto
     p.unwritten_count += poisoned;
     p.nan_count += nan;
   }
-  if (p.wrong_count == 0) return "";
-  return detail::diagnose(p, shape, launch);
+  return p;
+}
+
+/// One line naming the likely mistake behind the wrong elements of `got` (by `tol`), or "" when
+/// no rule recognises the pattern (or nothing is wrong). `launch` (may be null) lets the rules
+/// speak of blocks and of the grid.
+template <class T>
+std::string diagnose_mismatches(const std::vector<T>& expected, const std::vector<T>& got,
+                                const Tolerance& tol, const Shape& shape, const Launch* launch) {
+  // The rules read the whole output as doubles: outputs of perf tests' size are left to the
+  // report (the same mistake shows at the correctness tests' sizes).
+  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
+    return "";
+  const detail::Pattern p = pattern_of(expected, got, tol);
+  return p.wrong_count == 0 ? "" : detail::diagnose(p, shape, launch);
 }
 
 /// `text` broken into lines of at most `width` characters, each after `indent` (the diagnosis
 /// line in a report that fits 80 columns).
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent);
 
-/// The report's "likely: ..." lines (80 columns), or "" when no rule recognises the pattern.
+/// The report's "likely: ..." lines (80 columns; none when no rule recognises the pattern), and
+/// for a 2D output the map of where the wrong elements are.
 template <class T>
 std::string likely_mistake(const std::vector<T>& expected, const std::vector<T>& got,
                            const Tolerance& tol, const Shape& shape, const Launch* launch) {
-  const std::string line = diagnose_mismatches(expected, got, tol, shape, launch);
-  return line.empty() ? "" : wrap_text("likely: " + line, 80, "  ");
+  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
+    return "";
+  const detail::Pattern p = pattern_of(expected, got, tol);
+  if (p.wrong_count == 0) return "";
+  const std::string line = detail::diagnose(p, shape, launch);
+  return (line.empty() ? "" : wrap_text("likely: " + line, 80, "  ")) +
+         detail::wrong_map(p, shape);
 }
 
 }  // namespace kit
