@@ -22,14 +22,13 @@ import argparse
 import csv
 import io
 import re
-import shutil
 import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol, runner
+from . import protocol, runner, sanitize
 from .build import BuildError, ensure_built
 from .context import default_build_dir, find_lab
 
@@ -176,9 +175,7 @@ def worker_name(lab_id: str, variant: str) -> str:
 
 
 def find_ncu() -> str | None:
-    """ncu on PATH, else the one in the usual toolkit folder, else None."""
-    candidate = Path("/usr/local/cuda/bin/ncu")
-    return shutil.which("ncu") or (str(candidate) if candidate.is_file() else None)
+    return sanitize.find_cuda_tool("ncu")
 
 
 def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> list[str]:

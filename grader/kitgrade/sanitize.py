@@ -114,10 +114,14 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
     return 0 if all(r[4] for r in rows) else 1
 
 
+def find_cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit program on PATH, else the one in the usual toolkit folder, else None."""
+    candidate = Path("/usr/local/cuda/bin") / name
+    return shutil.which(name) or (str(candidate) if candidate.is_file() else None)
+
+
 def find_sanitizer() -> str | None:
-    """compute-sanitizer on PATH, else the one in the usual toolkit folder, else None."""
-    candidate = Path("/usr/local/cuda/bin/compute-sanitizer")
-    return shutil.which("compute-sanitizer") or (str(candidate) if candidate.is_file() else None)
+    return find_cuda_tool("compute-sanitizer")
 
 
 def command(sanitizer: str, tool: str, binary: Path, test_filter: str,

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,18 +79,27 @@ detail::Pattern pattern_of(const std::vector<T>& expected, const std::vector<T>&
   return p;
 }
 
+/// The pattern of a failed comparison, or nothing when every element is right or the output is
+/// not diagnosed: the rules read the whole output as doubles, so outputs of perf tests' size
+/// are left to the report (the same mistake shows at the correctness tests' sizes).
+template <class T>
+std::optional<detail::Pattern> failed_pattern(const std::vector<T>& expected,
+                                              const std::vector<T>& got, const Tolerance& tol) {
+  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
+    return std::nullopt;
+  detail::Pattern p = pattern_of(expected, got, tol);
+  if (p.wrong_count == 0) return std::nullopt;
+  return p;
+}
+
 /// One line naming the likely mistake behind the wrong elements of `got` (by `tol`), or "" when
 /// no rule recognises the pattern (or nothing is wrong). `launch` (may be null) lets the rules
 /// speak of blocks and of the grid.
 template <class T>
 std::string diagnose_mismatches(const std::vector<T>& expected, const std::vector<T>& got,
                                 const Tolerance& tol, const Shape& shape, const Launch* launch) {
-  // The rules read the whole output as doubles: outputs of perf tests' size are left to the
-  // report (the same mistake shows at the correctness tests' sizes).
-  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
-    return "";
-  const detail::Pattern p = pattern_of(expected, got, tol);
-  return p.wrong_count == 0 ? "" : detail::diagnose(p, shape, launch);
+  const auto p = failed_pattern(expected, got, tol);
+  return p ? detail::diagnose(*p, shape, launch) : "";
 }
 
 /// `text` broken into lines of at most `width` characters, each after `indent` (the diagnosis
@@ -101,13 +111,11 @@ std::string wrap_text(const std::string& text, std::size_t width, const std::str
 template <class T>
 std::string likely_mistake(const std::vector<T>& expected, const std::vector<T>& got,
                            const Tolerance& tol, const Shape& shape, const Launch* launch) {
-  if (expected.size() != got.size() || expected.empty() || expected.size() > kMaxDiagnosed)
-    return "";
-  const detail::Pattern p = pattern_of(expected, got, tol);
-  if (p.wrong_count == 0) return "";
-  const std::string line = detail::diagnose(p, shape, launch);
+  const auto p = failed_pattern(expected, got, tol);
+  if (!p) return "";
+  const std::string line = detail::diagnose(*p, shape, launch);
   return (line.empty() ? "" : wrap_text("likely: " + line, 80, "  ")) +
-         detail::wrong_map(p, shape);
+         detail::wrong_map(*p, shape);
 }
 
 }  // namespace kit
