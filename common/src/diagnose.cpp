@@ -26,6 +26,11 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// "the last column", "the last 3 columns".
+std::string last(std::size_t n, const char* one, const char* many) {
+  return n == 1 ? std::string("the last ") + one : "the last " + plural(n, one, many);
+}
+
 // Only the elements of block 0 right, every other block's wrong: each block did block 0's work.
 std::string only_block_zero(const Pattern& p, const Shape& s, const Launch* launch) {
   if (launch == nullptr || block_count(*launch) < 2) return "";
@@ -51,8 +56,9 @@ std::string tail_unwritten(const Pattern& p, const Shape& s, const Launch* launc
   std::size_t first = n;
   while (first > 0 && p.wrong[first - 1] && p.unwritten[first - 1]) --first;
   if (first == n || first == 0 || n - first != p.wrong_count) return "";
-  const std::string tail = "the last " + plural(n - first, "element", "elements") +
-                           " (from [" + std::to_string(first) + "]) were never written";
+  const std::string tail = last(n - first, "element", "elements") + " (from [" +
+                           std::to_string(first) + "])" +
+                           (n - first == 1 ? " was never written" : " were never written");
   if (launch != nullptr && launch->grid.y == 1 && launch->grid.z == 1) {
     const std::size_t covered = std::size_t(launch->grid.x) * launch->block.x *
                                 std::max(1u, launch->items_per_thread);
@@ -66,13 +72,16 @@ std::string tail_unwritten(const Pattern& p, const Shape& s, const Launch* launc
       return tail + ": the grid has " + std::to_string(covered) +
              " threads' worth and nothing handled the rest; a grid smaller than the data needs "
              "a grid-stride loop (i += gridDim.x * blockDim.x, while i < n)";
+    if (covered >= n)
+      return tail + ", although the grid has a thread for every element: a bounds check that "
+                    "stops short (i < n - 1 instead of i < n?)";
   }
   return tail + ": the grid, or a loop, stops short of n (round the block count up; loop while "
                 "i < n)";
 }
 
 // 2D: the wrong elements are exactly the last columns and/or rows, none written.
-std::string edge_unwritten(const Pattern& p, const Shape& s) {
+std::string edge_unwritten(const Pattern& p, const Shape& s, const Launch* launch) {
   if (s.rank != 2 || s.x < 2 || s.y < 2) return "";
   auto dead = [&](std::size_t i) { return p.wrong[i] && p.unwritten[i]; };
   std::size_t c0 = s.x, r0 = s.y;
@@ -92,11 +101,22 @@ std::string edge_unwritten(const Pattern& p, const Shape& s) {
   const std::size_t edge = s.x * s.y - c0 * r0;  // elements with col >= c0 or row >= r0
   if (edge != p.wrong_count) return "";
   std::string what;
-  if (c0 < s.x) what = "the last " + plural(s.x - c0, "column", "columns");
-  if (r0 < s.y) what += (what.empty() ? "the last " : " and the last ") +
-                        plural(s.y - r0, "row", "rows");
-  return what + " were never written: the grid is rounded down in " +
-         (c0 < s.x && r0 < s.y ? "x and y" : c0 < s.x ? "x (columns)" : "y (rows)") +
+  if (c0 < s.x) what = last(s.x - c0, "column", "columns");
+  if (r0 < s.y) what += (what.empty() ? "" : " and ") + last(s.y - r0, "row", "rows");
+  what += (s.x - c0) + (s.y - r0) == 1 ? " was never written" : " were never written";
+  // A grid that has threads for every column (row) it left unwritten did not round down: the
+  // threads were there, and the index or the guard kept them from those elements.
+  const bool short_x = c0 < s.x, short_y = r0 < s.y;
+  if (launch != nullptr && launch->grid.x > 0 && launch->block.x > 0) {
+    const std::size_t across = std::size_t(launch->grid.x) * launch->block.x *
+                               std::max(1u, launch->items_per_thread);
+    const std::size_t down = std::size_t(launch->grid.y) * launch->block.y;
+    if ((!short_x || across >= s.x) && (!short_y || down >= s.y))
+      return what + ", although the grid has threads for them: the column index from the y "
+                    "axis and the row from x (swapped), or a guard that stops short";
+  }
+  return what + ": the grid is rounded down in " +
+         (short_x && short_y ? "x and y" : short_x ? "x (columns)" : "y (rows)") +
          "; round each block count up, (extent + block - 1) / block";
 }
 
@@ -166,7 +186,7 @@ std::string diagnose(const Pattern& p, const Shape& given, const Launch* launch)
   const Shape shape = given.size() == p.wrong.size() ? given : Shape::d1(p.wrong.size());
   for (const std::string& line :
        {only_block_zero(p, shape, launch), tail_unwritten(p, shape, launch),
-        edge_unwritten(p, shape), shifted(p), swapped(p, shape), never_written(p), nans(p)})
+        edge_unwritten(p, shape, launch), shifted(p), swapped(p, shape), never_written(p), nans(p)})
     if (!line.empty()) return line;
   return "";
 }

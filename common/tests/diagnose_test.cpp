@@ -49,6 +49,13 @@ TEST(Diagnose, ATailNeverWrittenByAGridRoundedDown) {
   const std::string small = diagnose_1d(expected, got, &one_block);
   EXPECT_NE(small.find("needs a grid-stride loop"), std::string::npos) << small;
   EXPECT_EQ(small.find("rounded down"), std::string::npos) << small;
+  // A grid with a thread for every element, the last one not written: a guard i < n - 1.
+  got = expected;
+  got[999] = kit::poison_value<float>();
+  const kit::Launch enough = launch_1d(4, 256);
+  const std::string guard = diagnose_1d(expected, got, &enough);
+  EXPECT_NE(guard.find("the last element (from [999]) was never written"), std::string::npos) << guard;
+  EXPECT_NE(guard.find("i < n - 1"), std::string::npos) << guard;
 }
 
 TEST(Diagnose, TheLastColumnsOfA2dOutputNeverWritten) {
@@ -61,6 +68,18 @@ TEST(Diagnose, TheLastColumnsOfA2dOutputNeverWritten) {
       kit::diagnose_mismatches(expected, got, kExact, kit::Shape::d2(rows, cols), nullptr);
   EXPECT_NE(line.find("the last 2 columns were never written"), std::string::npos) << line;
   EXPECT_NE(line.find("x (columns)"), std::string::npos) << line;
+  // Lab 01's row and column swapped on 31 x 33: the last column is never written although the
+  // grid (2,4) x (32,8) has 64 threads across; not a grid rounded down.
+  const std::size_t r31 = 31, c33 = 33;
+  const auto wide = ramp(r31 * c33);
+  auto last_column = wide;
+  for (std::size_t r = 0; r < r31; ++r) last_column[r * c33 + 32] = kit::poison_value<float>();
+  const kit::Launch launch{dim3(2, 4), dim3(32, 8), 1};
+  const std::string swapped =
+      kit::diagnose_mismatches(wide, last_column, kExact, kit::Shape::d2(r31, c33), &launch);
+  EXPECT_NE(swapped.find("the last column was never written, although the grid has threads"),
+            std::string::npos) << swapped;
+  EXPECT_NE(swapped.find("(swapped)"), std::string::npos) << swapped;
 }
 
 TEST(Diagnose, ValuesOnePlaceOverMeanAnIndexOffByOne) {
