@@ -6,7 +6,7 @@ mutants, one small change each: a relational operator swapped (``<`` and ``<=``,
 made ``c+1``, ``c-1`` or ``0``, ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` swapped or
 their ``.x``/``.y`` swapped, a term dropped from an index expression (``+ b`` or ``- b`` on a line
 that indexes), a bounds ``if`` removed (its statement kept), a ``__syncthreads()``
-removed, a ``size_t`` narrowed to ``unsigned``, a stream argument replaced by ``0``, a
+removed, a ``size_t`` index narrowed to ``unsigned``, a stream argument replaced by ``0``, a
 synchronisation (``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaStreamWaitEvent``,
 ``cudaDeviceSynchronize``) dropped, a pinned allocation (``cudaMallocHost``, ``cudaHostAlloc``)
 replaced by ``malloc``. The set is deterministic; ``--sample N`` draws N of them with
@@ -68,10 +68,10 @@ _SWAPS: tuple[tuple[str, str, str], ...] = (
     ("cuda index", r"\bblockDim\b", "gridDim"), ("cuda index", r"\bgridDim\b", "blockDim"),
     ("cuda axis", r"\b((?:threadIdx|blockIdx|blockDim|gridDim)\.)x\b", r"\1y"),
     ("cuda axis", r"\b((?:threadIdx|blockIdx|blockDim|gridDim)\.)y\b", r"\1x"),
-    ("narrowing", r"\b(?:std::)?size_t\b", "unsigned"),
     ("stream", r", stream\)", ", 0)"), ("stream", r"\bstream>>>", "0>>>"),
 )
 _CONSTANT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+_NARROW = re.compile(r"\b(?:std::)?size_t\b")
 # cudaMallocHost(PTR, BYTES) / cudaHostAlloc(PTR, BYTES, FLAGS) -> pageable memory from malloc.
 _PINNED = re.compile(r"\bcuda(?:MallocHost|HostAlloc)\((.+?), ([^,()]+(?:\([^()]*\))?[^,()]*)"
                      r"(?:, [^()]+)?\)")
@@ -138,6 +138,12 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
         for m in re.finditer(pattern, code):
             if outside(m.start()):
                 yield operator, code[:m.start()] + m.expand(replacement) + code[m.end():] + comment
+    if _INDEXING.search(code):
+        # An index narrowed: only in index code (a CUDA index variable or a subscript), where an
+        # element count can pass 2^32; a byte count or a size of a few KiB narrows harmlessly.
+        for m in _NARROW.finditer(code):
+            if outside(m.start()):
+                yield "narrowing", code[:m.start()] + "unsigned" + code[m.end():] + comment
     for m in _CONSTANT.finditer(code):
         if not outside(m.start()):
             continue

@@ -80,7 +80,11 @@ class LineMutantsTest(unittest.TestCase):
                                    "std::malloc(n * 4), cudaSuccess));"), got)
 
     def test_size_t_narrows_to_unsigned(self) -> None:
-        self.assertIn(("narrowing", "  unsigned i = 0;"), mutants_of("  std::size_t i = 0;"))
+        self.assertIn(("narrowing", "  unsigned i = blockIdx.x;"),
+                      mutants_of("  std::size_t i = blockIdx.x;"))
+        self.assertIn(("narrowing", "  unsigned j = a[i];"), mutants_of("  size_t j = a[i];"))
+        # A size that is not an index (no CUDA index variable, no subscript) is not narrowed.
+        self.assertNotIn("narrowing", {op for op, _ in mutants_of("  std::size_t bytes = kib * 1024;")})
 
 
 class EnumerateTest(unittest.TestCase):
