@@ -205,6 +205,30 @@ KIT_TEST(CoalescingHost, AosToSoaCopiesEveryFloatOnce, "coalescing.1", host, 2,
   }
 }
 
+KIT_TEST(CoalescingHost, GlobalIndicesPass32Bits, "coalescing.1", host, 1,
+         "aos_to_soa_source and particle_of_thread compute in 64 bits: thread 5 of block 2^22 "
+         "(blocks of 1024) is number 2^32 + 5") {
+  // 2^31 particles are 2^33 floats (32 GiB): a size the functions' std::size_t results are for.
+  const unsigned n = 1u << 31;
+  const dim3 block(1024);
+  auto rng = kit::test_random();
+  const unsigned blocks[] = {1u << 22, static_cast<unsigned>(rng.uniform_int(1u << 22, (1u << 23) - 1))};
+  for (const unsigned b : blocks) {
+    const unsigned t = static_cast<unsigned>(rng.uniform_int(0, 1023));
+    const std::size_t want = std::size_t(b) * 1024 + t;
+    const std::size_t f = lab03::aos_to_soa_source(make_uint3(b, 0, 0), block, make_uint3(t, 0, 0), n);
+    const std::size_t i = lab03::particle_of_thread(make_uint3(b, 0, 0), block, make_uint3(t, 0, 0));
+    const char* why = ": block_idx.x * block_dim.x multiplies two unsigned values in 32 bits and "
+                      "wraps past 2^32 - 1; cast one of them to std::size_t first";
+    EXPECT_EQ(f, want) << "aos_to_soa_source, thread " << t << " of block " << b
+                       << " (blocks of 1024)" << (f == (want & 0xFFFFFFFFu) ? why : "") << "\n"
+                       << kit::seed_note();
+    EXPECT_EQ(i, want) << "particle_of_thread, thread " << t << " of block " << b
+                       << " (blocks of 1024)" << (i == (want & 0xFFFFFFFFu) ? why : "") << "\n"
+                       << kit::seed_note();
+  }
+}
+
 KIT_TEST(CoalescingHost, ModelAosToSoaLoadIsCoalesced, "coalescing.1", host, 2,
          "model: a warp of aos_to_soa_kernel loads 32 neighbouring floats (4 sectors, not 16)") {
   const unsigned n = 1u << 20;
