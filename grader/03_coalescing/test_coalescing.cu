@@ -218,8 +218,8 @@ KIT_TEST(CoalescingHost, GlobalIndicesPass32Bits, "coalescing.1", host, 1,
     const std::size_t want = std::size_t(b) * 1024 + t;
     const std::size_t f = lab03::aos_to_soa_source(make_uint3(b, 0, 0), block, make_uint3(t, 0, 0), n);
     const std::size_t i = lab03::particle_of_thread(make_uint3(b, 0, 0), block, make_uint3(t, 0, 0));
-    const char* why = "\nblock_idx.x * block_dim.x multiplies two unsigned values in 32 bits and "
-                      "wraps past\n2^32 - 1; cast one of them to std::size_t first";
+    const char* why = "\nblock_idx.x * block_dim.x multiplies two unsigned values in 32 bits and\n"
+                      "wraps past 2^32 - 1; cast one of them to std::size_t first";
     EXPECT_EQ(f, want) << "aos_to_soa_source, thread " << t << " of block " << b
                        << " (blocks of 1024)" << (f == (want & 0xFFFFFFFFu) ? why : "") << "\n"
                        << kit::seed_note();
