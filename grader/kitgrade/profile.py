@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "profile", help="hardware counters of your kernels next to the reference's (ncu)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lab", metavar="LAB", help='a lab: "03", "03_coalescing" or "coalescing"')
-    parser.add_argument("--launches", type=int, default=40,
+    parser.add_argument("--launches", type=int, default=100,
                         help="kernel launches profiled per program (default: %(default)s)")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
@@ -133,12 +133,14 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         return _not_run(ctx, "Nsight Compute (ncu) is not installed; it comes with the CUDA "
                              "toolkit (/usr/local/cuda/bin/ncu): install it and put it on PATH")
     build_dir = default_build_dir(ctx, args.build_dir)
-    programs = {variant: build_dir / "bin" / bench_name(lab.id, variant)
-                for variant in ("student", "reference")}
+    # A student edition has no solutions/: then only the student's column is measured.
+    variants = ("student", "reference") if (ctx.root / "solutions").is_dir() else ("student",)
+    programs = {variant: build_dir / "bin" / bench_name(lab.id, variant) for variant in variants}
     if not args.no_build:
         try:
             ensure_built(ctx.root, build_dir, [p.name for p in programs.values()]
-                         + [runner.target_name(lab, "student")], out=ctx.stdout, quiet=True)
+                         + [runner.target_name(lab, v) for v in programs],
+                         out=ctx.stdout, quiet=True)
         except BuildError as err:
             ctx.stderr.write(f"build failed: {err}\n")
             return 3
@@ -156,7 +158,9 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
             return 3
         own = own_kernels(build_dir / "bin" / worker_name(lab.id, variant))
         found[variant] = [k for k in parse_csv(text, counters) if not own or k.name in own]
-    ctx.stdout.write(render(lab.id, counters, found["student"], found["reference"]))
+    ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
+    if "reference" not in found:
+        ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
     return 0
 
 
@@ -180,8 +184,10 @@ def find_ncu() -> str | None:
 
 def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> list[str]:
     metrics = sorted({m for c in counters for m in c.raw})
+    # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
+    # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
     return [ncu, "--csv", "--kernel-name-base", "mangled", "--launch-count", str(launches),
-            "--metrics", ",".join(metrics), str(program)]
+            "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
 def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> str:
