@@ -48,6 +48,14 @@ struct Comparison {
   bool ok() const { return mismatches == 0; }
 };
 
+/// Whether a written value `got` lies outside `tol` of `expected`: NaN where a number was
+/// expected (or the reverse), or |got - expected| > abs + rel * |expected|. The one rule every
+/// check and the diagnosis (kit/diagnose.h) use; unwritten (poisoned) elements are the caller's.
+inline bool outside_tolerance(double expected, double got, const Tolerance& tol) {
+  return std::isnan(got) != std::isnan(expected) ||
+         std::fabs(got - expected) > tol.abs + tol.rel * std::fabs(expected);
+}
+
 namespace detail {
 /// compare_values() over elements [begin, end) only.
 template <class T>
@@ -62,7 +70,7 @@ Comparison compare_range(const T* expected, const T* got, std::size_t begin, std
     bool bad = unwritten;
     if (!unwritten) {
       const double err = std::fabs(g - e);
-      if (std::isnan(g) != std::isnan(e) || err > tol.abs + tol.rel * std::fabs(e)) bad = true;
+      bad = outside_tolerance(e, g, tol);
       if (!std::isnan(err)) {
         if (err > result.max_abs_error) result.max_abs_error = err;
         if (e != 0.0 && err / std::fabs(e) > result.max_rel_error)

@@ -35,9 +35,7 @@ struct Pattern {
   std::vector<char> wrong, unwritten;
   std::size_t wrong_count = 0, unwritten_count = 0, nan_count = 0;
   Tolerance tol;
-  bool close(double want, double value) const {
-    return std::fabs(value - want) <= tol.abs + tol.rel * std::fabs(want);
-  }
+  bool close(double want, double value) const { return !outside_tolerance(want, value, tol); }
 };
 
 std::string diagnose(const Pattern& p, const Shape& shape, const Launch* launch);
@@ -68,8 +66,7 @@ detail::Pattern pattern_of(const std::vector<T>& expected, const std::vector<T>&
     p.got[i] = static_cast<double>(got[i]);
     const bool poisoned = is_poison(got[i]);
     const bool nan = !poisoned && std::isnan(p.got[i]) && !std::isnan(p.expected[i]);
-    const bool bad = poisoned || nan || std::isnan(p.got[i]) != std::isnan(p.expected[i]) ||
-                     (!std::isnan(p.got[i]) && !p.close(p.expected[i], p.got[i]));
+    const bool bad = poisoned || outside_tolerance(p.expected[i], p.got[i], tol);
     p.wrong[i] = bad;
     p.unwritten[i] = poisoned;
     p.wrong_count += bad;
