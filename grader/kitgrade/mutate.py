@@ -79,6 +79,8 @@ _PINNED = re.compile(r"\bcuda(?:MallocHost|HostAlloc)\((.+?), ([^,()]+(?:\([^()]
 _TERM = r"[A-Za-z_][\w.]*(?:\([^()]*\)|\[[^\[\]]*\])?"
 _DROP_TERM = re.compile(rf" [+-] {_TERM}(?![\w.(\[])")
 _INDEXING = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b|\w\[")
+_INDEX_CODE = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|thread_idx|block_idx|block_dim|"
+                         r"grid_dim)\b|\w\[")
 _BOUNDS_IF = re.compile(r"^(\s*)if \((.*)\) (?!\{)(.+;)\s*$")
 _DROPPED = re.compile(r"__syncthreads\(\)|cuda(StreamSynchronize|EventSynchronize|StreamWaitEvent|"
                       r"DeviceSynchronize)\(")
@@ -138,8 +140,9 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
         for m in re.finditer(pattern, code):
             if outside(m.start()):
                 yield operator, code[:m.start()] + m.expand(replacement) + code[m.end():] + comment
-    if _INDEXING.search(code):
-        # An index narrowed: only in index code (a CUDA index variable or a subscript), where an
+    if _INDEX_CODE.search(code):
+        # An index narrowed: only in index code (a CUDA index variable, the kit's host-side
+        # mirror of one, or a subscript), where an
         # element count can pass 2^32; a byte count or a size of a few KiB narrows harmlessly.
         for m in _NARROW.finditer(code):
             if outside(m.start()):

@@ -83,6 +83,8 @@ class LineMutantsTest(unittest.TestCase):
         self.assertIn(("narrowing", "  unsigned i = blockIdx.x;"),
                       mutants_of("  std::size_t i = blockIdx.x;"))
         self.assertIn(("narrowing", "  unsigned j = a[i];"), mutants_of("  size_t j = a[i];"))
+        self.assertIn(("narrowing", "  return static_cast<unsigned>(block_idx.x) * block_dim.x;"),
+                      mutants_of("  return static_cast<std::size_t>(block_idx.x) * block_dim.x;"))
         # A size that is not an index (no CUDA index variable, no subscript) is not narrowed.
         self.assertNotIn("narrowing", {op for op, _ in mutants_of("  std::size_t bytes = kib * 1024;")})
 
