@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol, runner, sanitize
+from . import protocol, runner, sanitize, submission
 from .build import BuildError, ensure_built
-from .context import default_build_dir, find_lab
+from .context import SUBMISSION_BUILD, UsageError, default_build_dir, find_lab
 
 NOT_RUN_EXIT = 4
 
@@ -117,6 +117,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("lab", metavar="LAB", help='a lab: "03", "03_coalescing" or "coalescing"')
     parser.add_argument("--launches", type=int, default=100,
                         help="kernel launches profiled per program (default: %(default)s)")
+    parser.add_argument("--submission", type=Path, metavar="DIR",
+                        help="profile the student files in DIR (the layouts of grade "
+                             "--submission) instead of labs/; builds in <repo>/"
+                             f"{SUBMISSION_BUILD} unless --build-dir says otherwise")
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries as they are")
     parser.set_defaults(handler=_cmd_profile)
@@ -132,15 +136,26 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
     if ncu is None:
         return _not_run(ctx, "Nsight Compute (ncu) is not installed; it comes with the CUDA "
                              "toolkit (/usr/local/cuda/bin/ncu): install it and put it on PATH")
-    build_dir = default_build_dir(ctx, args.build_dir)
+    sub = None
+    if args.submission is not None:
+        if args.no_build:
+            raise UsageError("--submission builds the submission; it cannot be combined with "
+                             "--no-build")
+        try:
+            sub = submission.locate(args.submission, [lab], explicit=True)
+        except submission.SubmissionError as err:
+            raise UsageError(str(err)) from err
+    build_dir = default_build_dir(ctx, args.build_dir, SUBMISSION_BUILD if sub else "build")
     # A student edition has no solutions/: then only the student's column is measured.
     variants = ("student", "reference") if (ctx.root / "solutions").is_dir() else ("student",)
     programs = {variant: build_dir / "bin" / bench_name(lab.id, variant) for variant in variants}
     if not args.no_build:
+        staging = (submission.stage(sub, ctx.manifest().labs, ctx.root, build_dir)
+                   if sub else None)
         try:
             ensure_built(ctx.root, build_dir, [p.name for p in programs.values()]
                          + [runner.target_name(lab, v) for v in programs],
-                         out=ctx.stdout, quiet=True)
+                         out=ctx.stdout, quiet=True, submission_dir=staging)
         except BuildError as err:
             ctx.stderr.write(f"build failed: {err}\n")
             return 3
@@ -157,7 +172,10 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
             ctx.stderr.write(f"profile: {program} did not run: {err}\n")
             return 3
         own = own_kernels(build_dir / "bin" / worker_name(lab.id, variant))
-        found[variant] = [k for k in parse_csv(text, counters) if not own or k.name in own]
+        # Matched by function name: ncu may print kernel names demangled whatever it is asked.
+        mine = {demangled(name) for name in own}
+        found[variant] = [k for k in parse_csv(text, counters)
+                          if not own or demangled(k.name) in mine]
     ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
@@ -186,7 +204,7 @@ def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
     metrics = sorted({m for c in counters for m in c.raw})
     # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
     # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
-    return [ncu, "--csv", "--kernel-name-base", "mangled", "--launch-count", str(launches),
+    return [ncu, "--csv", "--print-kernel-base", "mangled", "--launch-count", str(launches),
             "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
@@ -266,13 +284,20 @@ def own_kernels(worker: Path) -> set[str]:
 
 
 def demangled(name: str) -> str:
-    """A readable kernel name: the function's own name out of an Itanium mangled one."""
-    match = re.match(r"_Z(?:N\d+\w+?)?(\d+)", name)
-    if not match:
-        return name
-    length = int(match.group(1))
-    rest = name[match.end():]
-    return rest[:length] if len(rest) >= length else name
+    """A kernel's own function name, out of an Itanium mangled name (``_Z22transpose_naive_
+    kerneljjPKfPf``, ``_ZN5lab036kernelEv``) or a demangled one (``void k<32>(float *)``)."""
+    if name.startswith("_Z"):
+        i, nested, last = 2, name[2:3] == "N", None
+        i += nested
+        while (match := re.match(r"\d+", name[i:])) is not None:
+            i += match.end()
+            last = name[i:i + int(match.group())]
+            i += int(match.group())
+            if not nested or name[i:i + 1] in ("E", "I"):
+                break
+        return last or name
+    head = re.sub(r"^void\s+", "", name.split("(")[0]).split("<")[0]
+    return head.split("::")[-1].strip() or name
 
 
 def _fmt(value: float | None) -> str:
@@ -286,10 +311,10 @@ def _fmt(value: float | None) -> str:
 def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCounters],
            reference: list[KernelCounters]) -> str:
     """One table per kernel, in 80 columns: counter, yours, the reference's, then what it means."""
-    ref = {k.name: k for k in reference}
+    ref = {demangled(k.name): k for k in reference}
     lines = [f"profile {lab_id}: your kernels next to the reference's (Nsight Compute)", ""]
     for kernel in student:
-        other = ref.get(kernel.name)
+        other = ref.get(demangled(kernel.name))
         lines.append(f"{demangled(kernel.name)[:78]}")
         lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
         for counter in counters:
@@ -305,5 +330,6 @@ def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCount
                                + ", ".join(demangled(n) for n in missing), 80,
                                subsequent_indent="  ")
     if not student:
-        lines.append("none of your kernels was profiled (is the lab's benchmark running them?)")
+        lines += textwrap.wrap("none of your kernels was profiled: the lab's benchmark did "
+                               "not launch them (are its functions still the stub's?)", 80)
     return "\n".join(lines) + "\n"

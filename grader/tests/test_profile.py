@@ -87,6 +87,14 @@ class TheTable(unittest.TestCase):
         self.assertEqual(profile.demangled("_Z22transpose_naive_kerneljjPKfPf"),
                          "transpose_naive_kernel")
         self.assertEqual(profile.demangled("plain_name"), "plain_name")
+        self.assertEqual(profile.demangled("_ZN5lab0316transpose_kernelEPKfPf"), "transpose_kernel")
+        self.assertEqual(profile.demangled("_Z12tiled_kernelILi32EEvPKfS1_Pfiii"), "tiled_kernel")
+        self.assertEqual(profile.demangled("_ZN12_GLOBAL__N_16kernelEv"), "kernel")
+        self.assertEqual(profile.demangled(
+            "void lab04::tiled_kernel<32>(const float *, const float *, float *, int)"),
+            "tiled_kernel")
+        self.assertEqual(profile.demangled("transpose_naive_kernel(unsigned int, float *)"),
+                         "transpose_naive_kernel")
 
 
 class NotRun(unittest.TestCase):
