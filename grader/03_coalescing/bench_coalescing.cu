@@ -1,7 +1,8 @@
 // Benchmark of lab 03: each kernel's rate, next to the rates it is compared with. The transposes
 // are reported as GB/s and as a fraction of cudaMemcpy (the performance step's bar); the matrix
-// multiplies as TFLOP/s; the particle step for AoS and SoA side by side. BM_StridedCopy is the
-// kit's own kernel, not one of the lab's: what a stride between neighbouring threads costs.
+// multiplies as TFLOP/s; the particle step for AoS and SoA side by side.
+// BM_StridedCopy times the kit's own kernel, not one of the lab's: what a
+// stride between neighbouring threads costs.
 //
 //   build/bin/bench_03_coalescing             your kernels
 //   build/bin/bench_03_coalescing_reference   the reference solution's

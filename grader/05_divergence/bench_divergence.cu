@@ -1,6 +1,6 @@
 // Benchmark of lab 05: the branch both ways, and every rung of the reduction ladder against
-// cub::DeviceReduce::Sum, with the same ratios the performance step grades; BM_CubSum is CUB's
-// own rate, the top of the ladder.
+// cub::DeviceReduce::Sum, with the same ratios the performance step grades.
+// BM_CubSum is CUB's own rate, the top of the ladder.
 //
 //   build/bin/bench_05_divergence             your kernels
 //   build/bin/bench_05_divergence_reference   the reference solution's
@@ -35,7 +35,7 @@ BENCHMARK(BM_Branch)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations
 
 using FloatReducer = kit::Launch (*)(const float*, unsigned, float*, float*, cudaStream_t);
 
-// Every reduction sums 2^28 floats (1 GiB): its bandwidth counts the bytes read.
+// Every reduction sums 2^28 floats (1 GiB); bandwidth = bytes read / time.
 constexpr unsigned kReduceN = 1u << 28;
 double read_gbps(double ms) { return 4.0 * kReduceN / (ms * 1e-3) * 1e-9; }
 
@@ -74,7 +74,8 @@ BENCHMARK_CAPTURE(reduce_benchmark, grid_stride, FloatReducer(lab05::reduce_grid
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK_CAPTURE(reduce_benchmark, best, FloatReducer(lab05::reduce_best))
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
-BENCHMARK(BM_CubSum)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_CubSum)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 
 }  // namespace
 

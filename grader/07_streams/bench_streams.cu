@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
   };
   const std::string timeline_csv = take_timeline_flag(argc, argv);
   if (timeline_csv.empty()) {
-    hooks.before_run = print_perf_config_timeline;  // throws, e.g., for a stub refusing its buffers
+    // Throws, e.g., for a stub refusing its buffers.
+    hooks.before_run = print_perf_config_timeline;
   } else {
     hooks.before_run = [timeline_csv] { write_timeline_csv(timeline_csv); };
     hooks.only_before_run = true;
