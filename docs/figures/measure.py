@@ -7,8 +7,9 @@ only the benchmarks the figures need (Google Benchmark's --benchmark_filter, res
 with --benchmark_out_format=json), and writes one CSV per data set, `<gpu>_<set>.csv` in --out,
 where <gpu> is a short name of the CUDA device (`h100` for "NVIDIA H100 80GB HBM3", `h200`,
 `rtx4090`; --slug sets it). The first line of each file is a comment: the day, the GPU as the
-benchmark named it, and the program and filter that measured it. make_figures.py plots every
-<gpu> it finds, one panel per GPU. Nothing is written unless every data set was measured.
+benchmark named it, the program and filter that measured it and the kit's commit. make_figures.py
+plots every <gpu> it finds, a bar (or a block of lanes) per GPU. Nothing is written unless every
+data set was measured.
 
 Data sets (columns; every rate is a median of event-timed runs with the L2 flushed before each):
 
@@ -19,9 +20,10 @@ Data sets (columns; every rate is a median of event-timed runs with the L2 flush
   lab04_ladder      kernel,tflops,ratio_to_cublas   lab 04 at 4096^3, cuBLAS FP32 (no TF32)
   reduction         kernel,gbps,ratio_to_cub   lab 05's reductions of 2^28 floats and
                     cub::DeviceReduce::Sum (BM_CubSum)
-  streams_timeline  run,stream,chunk,stage,start_ms,end_ms   lab 07: one serial run and one
-                    pipelined run (perf_config()), as the pipeline's events recorded them
-                    (bench_07_streams --kit_timeline_csv), and the ideal pipeline time
+  streams_timeline  run,stream,chunk,stage,start_ms,end_ms   lab 07: perf_config()'s chunks
+                    on one stream ("serial") and over its streams ("pipelined"), as the
+                    pipeline's events recorded them (bench_07_streams --kit_timeline_csv), and
+                    the ideal pipeline time (run "ideal")
 
 Exit codes: 0 written, 2 usage error, 3 a build failed or a benchmark did not run, 4 not run
 (no GPU, or a copy of the kit without solutions/): one line says why, and nothing is written.
