@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Draw the handouts' figures as SVG files: `make_figures.py OUT_DIR`.
+"""Draw the handouts' figures as SVG files: `make_figures.py OUT_DIR [DATA_DIR]`.
 
 Every figure is computed here from the numbers it shows (no hand-drawn picture, no third-party
 package): the docs build runs this script (docs/figures/figures.cmake) and Doxygen copies the
-files named by the handouts' `\\image html NAME.svg` into the site (IMAGE_PATH). The two measured
-plots read their numbers from docs/figures/data/*.csv (lines starting with '#' are comments: the
-command and the GPU that measured them).
+files named by the handouts' `\\image html NAME.svg` into the site (IMAGE_PATH).
+
+The measured figures (MEASURED) plot what a GPU really did: DATA_DIR (docs/figures/data/) holds
+<gpu>_<set>.csv files written by `python3 docs/figures/measure.py` on each GPU (its docstring
+lists the sets and their columns; a file's first line, a '#' comment, says when, on which GPU and
+with which benchmark), and each figure shows every GPU it finds. A measured figure is drawn only
+from such files, never from made-up numbers, so a handout does not name it directly: it includes
+the fragment NAME.md written next to the figure (`\\include{doc} lab03_stride.md`, EXAMPLE_PATH),
+which shows the figure and where its numbers come from, and is empty while the set has no file.
 
 One colour means one thing in every figure: blue = working thread / used data, grey = idle,
 orange and purple = a second and third category (path B, an edge, a phase), red = what the
@@ -15,6 +21,7 @@ figure warns about (a conflict, wasted bytes).
 import csv
 import math
 import os
+import statistics
 import sys
 from xml.sax.saxutils import escape
 
@@ -95,22 +102,6 @@ class Svg:
 
 def ceil_div(a, b):
     return (a + b - 1) // b
-
-
-def read_csv(name):
-    """Rows of a data file as dicts; '#' lines are comments."""
-    with open(os.path.join(DATA, name), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip() and not line.lstrip().startswith("#")]
-    return list(csv.DictReader(lines))
-
-
-def source_note(name):
-    """The first comment line of a data file (who measured what, when)."""
-    with open(os.path.join(DATA, name), encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("#"):
-                return line.lstrip("# ").strip()
-    return ""
 
 
 # ---------------------------------------------------------------- lab 01
@@ -499,63 +490,6 @@ def lab04_register_blocking(path):
     s.save(path)
 
 
-def bar_chart(path, title, rows, label_key, value_key, ylabel, note, colors, ref_line=None):
-    w, h = 860, 460
-    s = Svg(w, h, title)
-    s.heading(title)
-    x0, y0, pw, ph = 90, 60, 720, 300
-    vmax = max(1.0, max(float(r[value_key]) for r in rows)) * 1.1
-    ticks = [i / 10 for i in range(0, int(vmax * 10) + 1, 2)]
-    for v in ticks:
-        y = y0 + ph - v / vmax * ph
-        s.line(x0, y, x0 + pw, y, stroke="#e6e6e6")
-        s.text(x0 - 8, y + 5, f"{v:.1f}", anchor="end", size=13)
-    s.line(x0, y0, x0, y0 + ph, sw=1.5)
-    s.line(x0, y0 + ph, x0 + pw, y0 + ph, sw=1.5)
-    s.text(30, y0 + ph / 2, ylabel, anchor="middle", size=14, rotate=-90)
-    if ref_line is not None:
-        y = y0 + ph - ref_line / vmax * ph
-        s.line(x0, y, x0 + pw, y, stroke=DARK, sw=1.5, dash="6,4")
-    slot = pw / len(rows)
-    for i, r in enumerate(rows):
-        v = float(r[value_key])
-        bh = v / vmax * ph
-        bxx = x0 + i * slot + slot * 0.2
-        s.rect(bxx, y0 + ph - bh, slot * 0.6, bh, colors[i % len(colors)])
-        inside = bh > 40  # inside the bar (white) when it is tall enough: clear of the 1.0 line
-        s.text(bxx + slot * 0.3, y0 + ph - bh + (24 if inside else -8), f"{v:.3f}", anchor="middle",
-               size=15, weight="bold", fill=WHITE if inside else DARK)
-        s.text(bxx + slot * 0.3, y0 + ph + 22, r[label_key], anchor="middle", size=14)
-        if r.get("lab"):
-            s.text(bxx + slot * 0.3, y0 + ph + 42, f"lab {r['lab']}", anchor="middle", size=13,
-                   fill="#666666")
-    words, lines = note.split(), [""]
-    for word in words:  # wrap the source note at about 95 characters
-        if len(lines[-1]) + len(word) > 95:
-            lines.append("")
-        lines[-1] = (lines[-1] + " " + word).strip()
-    for i, line in enumerate(lines):
-        s.text(w / 2, h - 30 + i * 17 - 17 * (len(lines) - 2), line, anchor="middle", size=12,
-               fill="#555555")
-    s.save(path)
-
-
-def lab04_ladder(path):
-    name = "h100_lab04_ladder.csv"
-    rows = read_csv(name)
-    bar_chart(path, "Lab 04 on an H100: the reference kernels as a fraction of cuBLAS SGEMM",
-              rows, "kernel", "ratio_to_cublas", "ratio to cuBLAS SGEMM", source_note(name),
-              [GREY, ORANGE, BLUE, DARK], ref_line=1.0)
-
-
-def bandwidth(path):
-    name = "h100_bandwidth.csv"
-    rows = read_csv(name)
-    bar_chart(path, "Memory-bound references on an H100: bandwidth as a fraction of cudaMemcpy",
-              rows, "kernel", "ratio_to_memcpy", "ratio to cudaMemcpy bandwidth", source_note(name),
-              [BLUE, GREEN, ORANGE], ref_line=1.0)
-
-
 # ---------------------------------------------------------------- lab 05
 
 def lab05_branch_lanes(path):
@@ -760,8 +694,6 @@ FIGURES = {
     "lab04_reuse.svg": lab04_reuse,
     "lab04_phases.svg": lab04_phases,
     "lab04_register_blocking.svg": lab04_register_blocking,
-    "lab04_ladder.svg": lab04_ladder,
-    "h100_bandwidth.svg": bandwidth,
     "lab05_branch_lanes.svg": lab05_branch_lanes,
     "lab05_reduction_tree.svg": lab05_reduction_tree,
     "lab06_occupancy.svg": lab06_occupancy,
@@ -769,14 +701,305 @@ FIGURES = {
 }
 
 
+# ---------------------------------------------------------------- measured
+
+# The measured figures (see the top of the file): one bar, or one block of lanes, per GPU whose
+# file of the figure's data set is found (h100_stride.csv, h200_stride.csv).
+
+GPU_COLOURS = [BLUE, ORANGE, PURPLE, GREEN]  # the first GPU, the second, ...
+NOTE = "#555555"
+
+
+class Measured:
+    """One GPU's file of a data set: its rows, and its first comment line (when, on what GPU,
+    by which command: measure.py writes it)."""
+
+    def __init__(self, path, gpu):
+        self.gpu = gpu
+        self.file = os.path.basename(path)
+        with open(path, encoding="utf-8") as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+        notes = [line.lstrip("# ").strip() for line in lines if line.lstrip().startswith("#")]
+        self.note = notes[0] if notes else ""
+        self.rows = list(csv.DictReader(line for line in lines
+                                        if not line.lstrip().startswith("#")))
+
+    @property
+    def label(self):
+        return self.gpu.upper()
+
+    @property
+    def measured_on(self):
+        """The note without its command: "measured 2026-11-24 on NVIDIA H100 80GB HBM3 (...)"."""
+        return self.note.split(" by:")[0]
+
+
+def load_measured(data_dir, name):
+    """Every GPU's file of data set `name` (<gpu>_<name>.csv in data_dir), in file-name order."""
+    found = []
+    if os.path.isdir(data_dir):
+        for file in sorted(os.listdir(data_dir)):
+            gpu, _, rest = file.partition("_")
+            if gpu and rest == f"{name}.csv":
+                found.append(Measured(os.path.join(data_dir, file), gpu))
+    return found
+
+
+def nice_step(vmax, ticks=5):
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about `ticks` ticks."""
+    raw = vmax / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+def tick_text(v):
+    return f"{round(v, 9):g}"  # 2.5, 0.75, 4000: a tick's value without the sum's rounding
+
+
+def notes_below(s, gpus, y):
+    """Where each GPU's numbers come from, one line per GPU from y down."""
+    for i, m in enumerate(gpus):
+        s.text(s.width / 2, y + 17 * i, f"{m.label}: {m.measured_on}", anchor="middle", size=11,
+               fill=NOTE)
+
+
+def grouped_bars(path, title, gpus, key, xlabels, value, label, ylabel, xtitle="",
+                 ceiling=None, ceiling_name=None):
+    """One group of bars per category (the values of column `key`, in the first file's order),
+    one bar per GPU in its colour: height value(row), text label(row) on it; xlabels(row) are
+    the lines under a group. `ceiling(m)` draws a dashed line per GPU (one line when they are
+    all the same), named ceiling_name(m) at the right."""
+    categories = []
+    for m in gpus:
+        categories += [r[key] for r in m.rows if r[key] not in categories]
+    row_of = [{r[key]: r for r in m.rows} for m in gpus]
+    ceilings = [ceiling(m) for m in gpus] if ceiling else []
+    values = [value(r) for m in gpus for r in m.rows] + ceilings
+    s = Svg(1000, 490 + 17 * len(gpus), title)
+    s.heading(title)
+    x0, y0, pw, ph = 90, 60, 760, 300
+    vmax = max(values) * 1.15
+    step = nice_step(vmax)
+    v = 0.0
+    while v <= vmax:
+        y = y0 + ph - v / vmax * ph
+        s.line(x0, y, x0 + pw, y, stroke="#e6e6e6")
+        s.text(x0 - 8, y + 5, tick_text(v), anchor="end", size=13)
+        v += step
+    s.text(30, y0 + ph / 2, ylabel, anchor="middle", size=14, rotate=-90)
+    slot = pw / len(categories)
+    bar = slot * 0.7 / len(gpus)
+    for i, cat in enumerate(categories):
+        left = x0 + i * slot + slot * 0.15
+        for j, m in enumerate(gpus):
+            r = row_of[j].get(cat)
+            if r is None:
+                continue
+            h = value(r) / vmax * ph
+            s.rect(left + j * bar, y0 + ph - h, bar - 2, h, GPU_COLOURS[j % len(GPU_COLOURS)])
+            inside = h > 40  # in the bar (white) when it is tall enough: clear of the ceilings
+            s.text(left + (j + 0.5) * bar - 1, y0 + ph - h + (22 if inside else -6), label(r),
+                   anchor="middle", size=12 if len(gpus) > 1 else 14, weight="bold",
+                   fill=WHITE if inside else DARK)
+        first = next(rows[cat] for rows in row_of if cat in rows)
+        for k, line in enumerate(xlabels(first)):
+            s.text(x0 + (i + 0.5) * slot, y0 + ph + 22 + 18 * k, line, anchor="middle",
+                   size=14 if k == 0 else 12, fill=DARK if k == 0 else "#666666")
+    if ceilings and len(set(ceilings)) == 1:
+        ceilings, colours = ceilings[:1], [DARK]
+    else:
+        colours = [GPU_COLOURS[j % len(GPU_COLOURS)] for j in range(len(gpus))]
+    for j, c in enumerate(ceilings):
+        y = y0 + ph - c / vmax * ph
+        s.line(x0, y, x0 + pw, y, stroke=colours[j], sw=1.5, dash="6,4")
+        s.text(x0 + pw + 6, y + 4, ceiling_name(gpus[j]), size=12, fill=colours[j])
+    s.line(x0, y0, x0, y0 + ph, sw=1.5)
+    s.line(x0, y0 + ph, x0 + pw, y0 + ph, sw=1.5)
+    if xtitle:
+        s.text(x0 + pw / 2, y0 + ph + 46, xtitle, anchor="middle", size=14)
+    if len(gpus) > 1:
+        s.legend(x0, y0 + ph + 75, [(GPU_COLOURS[j % len(GPU_COLOURS)], m.label)
+                                    for j, m in enumerate(gpus)], size=13)
+    notes_below(s, gpus, y0 + ph + 110)
+    s.save(path)
+
+
+def bandwidth(path, gpus):
+    grouped_bars(path, "Memory-bound references: bandwidth as a fraction of cudaMemcpy", gpus,
+                 "kernel", lambda r: [r["kernel"], f"lab {r['lab']}"],
+                 lambda r: float(r["ratio_to_memcpy"]),
+                 lambda r: f"{float(r['ratio_to_memcpy']):.2f}",
+                 "ratio to cudaMemcpy bandwidth", ceiling=lambda m: 1.0,
+                 ceiling_name=lambda m: "cudaMemcpy")
+
+
+def lab03_stride(path, gpus):
+    grouped_bars(path, "Copying floats read with a stride: bytes used per second", gpus,
+                 "stride", lambda r: [r["stride"]], lambda r: float(r["gbps"]),
+                 lambda r: f"{float(r['ratio_to_memcpy']):.2f}",
+                 "GB/s used (labels: fraction of cudaMemcpy)",
+                 xtitle="stride: floats between the reads of neighbouring threads",
+                 ceiling=lambda m: statistics.median(float(r["memcpy_gbps"]) for r in m.rows),
+                 ceiling_name=lambda m: f"memcpy {m.label}")
+
+
+def lab04_ladder(path, gpus):
+    grouped_bars(path, "Lab 04 at 4096 x 4096 x 4096: TFLOP/s of each rung", gpus,
+                 "kernel", lambda r: [r["kernel"]], lambda r: float(r["tflops"]),
+                 lambda r: f"{float(r['ratio_to_cublas']):.2f}",
+                 "TFLOP/s (labels: fraction of cuBLAS)",
+                 ceiling=lambda m: float(next(r["tflops"] for r in m.rows
+                                              if r["kernel"] == "cuBLAS")),
+                 ceiling_name=lambda m: f"cuBLAS {m.label}")
+
+
+def lab05_reduction(path, gpus):
+    grouped_bars(path, "Lab 05: reducing 2^28 floats, from interleaved to CUB", gpus,
+                 "kernel", lambda r: [r["kernel"]], lambda r: float(r["gbps"]),
+                 lambda r: f"{float(r['ratio_to_cub']):.2f}",
+                 "GB/s read (labels: fraction of CUB)",
+                 ceiling=lambda m: float(next(r["gbps"] for r in m.rows if r["kernel"] == "CUB")),
+                 ceiling_name=lambda m: f"CUB {m.label}")
+
+
+STAGES = ("copy-in", "kernel", "copy-out")  # the stage column of a timeline, H K D
+
+
+def lab07_measured_timeline(path, gpus):
+    """Per GPU: the serial run's lane and the pipelined run's lanes (one per stream), each bar a
+    stage of a chunk where its events put it, and the ideal pipeline time (red)."""
+    blocks = []
+    for m in gpus:
+        runs = {"serial": [], "pipelined": []}
+        ideal = None
+        for r in m.rows:
+            if r["run"] == "ideal":
+                ideal = float(r["end_ms"])
+            elif r["run"] in runs:
+                runs[r["run"]].append(r)
+        streams = {run: sorted({int(r["stream"]) for r in rows}) for run, rows in runs.items()}
+        blocks.append((m, runs, streams, ideal))
+    lane, x0, pw = 34, 180, 770
+    chunks = max(int(r["chunk"]) for _, runs, _, _ in blocks for rs in runs.values()
+                 for r in rs) + 1
+    s = Svg(1000, 0, "Lab 07: a measured timeline, serial vs pipelined")  # height: at the end
+    s.heading(f"Lab 07's reference pipeline as its events recorded it: {chunks} chunks, one "
+              "stream vs several")
+    top = 60
+    for m, runs, streams, ideal in blocks:
+        end = {run: max((float(r["end_ms"]) for r in rows), default=0.0)
+               for run, rows in runs.items()}
+        span = max(list(end.values()) + [ideal or 0.0])
+        step = nice_step(span, 8)
+        unit = pw / (math.ceil(span / step) * step)
+        heading = (f"{m.label}: serial {end['serial']:.2f} ms, pipelined {end['pipelined']:.2f} ms"
+                   f" ({end['serial'] / end['pipelined']:.2f}x)" if end["pipelined"] else m.label)
+        if ideal:
+            heading += f"; ideal {ideal:.2f} ms"
+        s.text(x0, top, heading, size=15, weight="bold")
+        y = top + 14
+        for run in ("serial", "pipelined"):
+            first = y
+            for stream in streams[run]:
+                s.rect(x0, y, pw, lane - 4, "#f6f6f6")
+                s.text(x0 - 10, y + 20, f"{run}: stream {stream}" if stream == streams[run][0]
+                       else f"stream {stream}", anchor="end", size=13)
+                for r in runs[run]:
+                    if int(r["stream"]) != stream:
+                        continue
+                    a, b = float(r["start_ms"]), float(r["end_ms"])
+                    c = int(r["chunk"])
+                    s.rect(x0 + a * unit, y + 1, max((b - a) * unit - 1, 1), lane - 6,
+                           PHASES[c % len(PHASES)])
+                    if (b - a) * unit > 30:
+                        s.text(x0 + (a + b) / 2 * unit, y + 20,
+                               f"{'HKD'[STAGES.index(r['stage'])]}{c}", anchor="middle",
+                               size=12, fill=WHITE, weight="bold")
+                y += lane
+            done = x0 + end[run] * unit
+            s.line(done, first - 4, done, y, stroke=DARK, sw=2)
+            if run == "pipelined" and ideal:
+                xi = x0 + ideal * unit
+                s.line(xi, first - 4, xi, y, stroke=RED, sw=2, dash="5,3")
+            y += 12
+        s.line(x0, y, x0 + pw, y, sw=1.5)
+        t = 0.0
+        while t * unit <= pw + 0.5:
+            s.line(x0 + t * unit, y, x0 + t * unit, y + 5)
+            s.text(x0 + t * unit, y + 20, f"{tick_text(t)} ms", anchor="middle", size=12)
+            t += step
+        top = y + 60
+    s.legend(x0, top - 12, [(PHASES[c % len(PHASES)], f"chunk {c}") for c in range(chunks)]
+             + [(RED, "ideal")], size=13)
+    s.text(x0, top + 14, "H copy-in, K kernel, D copy-out; black: each run's end; "
+           "ideal: max + (sum - max) / chunks of the serial stages", size=12, fill=NOTE)
+    notes_below(s, gpus, top + 40)
+    s.height = top + 40 + 17 * len(gpus)
+    s.save(path)
+
+
+def gpu_names(gpus):
+    """"the H100", "the H100 and the H200"."""
+    names = [f"the {m.label}" for m in gpus]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# Each measured figure: its data set and how it is drawn, and what the handout fragment of the
+# same name (NAME.md) says under it. A handout shows it with `\include{doc} NAME.md`.
+MEASURED = {
+    "bandwidth.svg": ("bandwidth", bandwidth,
+                      "The memory-bound reference kernels of labs 01 to 03 on {gpus}: each "
+                      "performance step's rate as a fraction of a device-to-device cudaMemcpy "
+                      "of the same bytes, measured in the same run"),
+    "lab03_stride.svg": ("stride", lab03_stride,
+                         "Copying 2^24 floats read with a stride, on {gpus}: the bytes used per "
+                         "second, and (labels) as a fraction of cudaMemcpy's bandwidth "
+                         "(bench_03_coalescing, BM_StridedCopy)"),
+    "lab04_ladder.svg": ("lab04_ladder", lab04_ladder,
+                         "Lab 04's reference kernels at 4096 x 4096 x 4096 on {gpus}, in "
+                         "TFLOP/s, and (labels) as a fraction of cuBLAS SGEMM in FP32 without "
+                         "TF32 (bench_04_tiling)"),
+    "lab05_reduction.svg": ("reduction", lab05_reduction,
+                            "Lab 05's reductions of 2^28 floats on {gpus}, in GB/s read, and "
+                            "(labels) as a fraction of cub::DeviceReduce::Sum "
+                            "(bench_05_divergence)"),
+    "lab07_measured_timeline.svg": ("streams_timeline", lab07_measured_timeline,
+                                    "Lab 07's reference pipeline on {gpus}, each stage of each "
+                                    "chunk where its CUDA events put it: the chunks on one "
+                                    "stream, then over several; red: the ideal pipeline time "
+                                    "(bench_07_streams --kit_timeline_csv)"),
+}
+
+
+def fragment(name, gpus, caption):
+    """The handout fragment of a measured figure: the figure and where its numbers come from;
+    empty without measurements."""
+    if not gpus:
+        return ""
+    files = ", ".join(f"`docs/figures/data/{m.file}`" for m in gpus)
+    return (f'\\image html {name} "{caption.format(gpus=gpu_names(gpus))}"\n\n'
+            f"The numbers are in {files}: the first line of a file says when, on which GPU and "
+            "by which command they were measured.\n")
+
+
 def main(argv):
-    if len(argv) != 2:
-        print("usage: make_figures.py OUT_DIR", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: make_figures.py OUT_DIR [DATA_DIR]", file=sys.stderr)
         return 2
     out = argv[1]
+    data = argv[2] if len(argv) == 3 else DATA
     os.makedirs(out, exist_ok=True)
     for name, draw in FIGURES.items():
         draw(os.path.join(out, name))
+    for name, (dataset, draw, caption) in MEASURED.items():
+        gpus = load_measured(data, dataset)
+        svg = os.path.join(out, name)
+        if gpus:
+            draw(svg, gpus)
+        elif os.path.exists(svg):  # drawn by an earlier build from data since removed
+            os.remove(svg)
+        with open(os.path.join(out, name[:-len(".svg")] + ".md"), "w", encoding="utf-8") as f:
+            f.write(fragment(name, gpus, caption))
     return 0
 
 

@@ -1,5 +1,6 @@
 // Benchmark of lab 05: the branch both ways, and every rung of the reduction ladder against
 // cub::DeviceReduce::Sum, with the same ratios the performance step grades.
+// BM_CubSum is CUB's own rate, the top of the ladder.
 //
 //   build/bin/bench_05_divergence             your kernels
 //   build/bin/bench_05_divergence_reference   the reference solution's
@@ -34,9 +35,13 @@ BENCHMARK(BM_Branch)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations
 
 using FloatReducer = kit::Launch (*)(const float*, unsigned, float*, float*, cudaStream_t);
 
-// Bandwidth (bytes read per second) of one reduction over 2^28 floats, and its ratio to CUB's.
+// Every reduction sums 2^28 floats (1 GiB); bandwidth = bytes read / time.
+constexpr unsigned kReduceN = 1u << 28;
+double read_gbps(double ms) { return 4.0 * kReduceN / (ms * 1e-3) * 1e-9; }
+
+// Bandwidth of one reduction, and its ratio to CUB's.
 void reduce_benchmark(benchmark::State& state, FloatReducer reduce) {
-  const unsigned n = 1u << 28;
+  const unsigned n = kReduceN;
   kit::DeviceBuffer<float> in(n), scratch(lab05::reduce_scratch_elements(n)), out(1), cub_out(1);
   KIT_CUDA_CHECK(cudaMemset(in.data(), 0, in.bytes()));  // values do not change a sum's speed
   lab05_grader::CubSum cub_sum(in.data(), cub_out.data(), n);
@@ -44,9 +49,19 @@ void reduce_benchmark(benchmark::State& state, FloatReducer reduce) {
   const double ms = kit::bench_time_ms(state, [&](cudaStream_t stream) {
     reduce(in.data(), n, out.data(), scratch.data(), stream);
   });
-  state.counters["GB/s"] = 4.0 * n / (ms * 1e-3) * 1e-9;
-  state.counters["cub_GB/s"] = 4.0 * n / (cub_ms * 1e-3) * 1e-9;
+  state.counters["GB/s"] = read_gbps(ms);
+  state.counters["cub_GB/s"] = read_gbps(cub_ms);
   state.counters["cub_ratio"] = cub_ms / ms;
+}
+
+// The ceiling alone: cub::DeviceReduce::Sum, the top of the ladder.
+void BM_CubSum(benchmark::State& state) {
+  kit::DeviceBuffer<float> in(kReduceN), out(1);
+  KIT_CUDA_CHECK(cudaMemset(in.data(), 0, in.bytes()));
+  lab05_grader::CubSum cub_sum(in.data(), out.data(), kReduceN);
+  const double ms = kit::bench_time_ms(
+      state, [&](cudaStream_t stream) { cub_sum.run(stream); });
+  state.counters["GB/s"] = read_gbps(ms);
 }
 
 BENCHMARK_CAPTURE(reduce_benchmark, interleaved, FloatReducer(lab05::reduce_interleaved))
@@ -58,6 +73,8 @@ BENCHMARK_CAPTURE(reduce_benchmark, shuffle, FloatReducer(lab05::reduce_shuffle)
 BENCHMARK_CAPTURE(reduce_benchmark, grid_stride, FloatReducer(lab05::reduce_grid_stride))
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK_CAPTURE(reduce_benchmark, best, FloatReducer(lab05::reduce_best))
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_CubSum)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 
 }  // namespace

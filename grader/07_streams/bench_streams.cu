@@ -5,10 +5,20 @@
 //   build/bin/bench_07_streams              your pipeline
 //   build/bin/bench_07_streams_reference    the reference solution's
 //   build/bin/bench_07_streams --benchmark_filter='BM_Pipeline/8/'   only 8 chunks
+//   build/bin/bench_07_streams --kit_timeline_csv=FILE
+//       no benchmark: a serial and a pipelined run, each stage's start and end
+//       as the pipeline's events recorded them, as CSV (write_timeline_csv)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kit/bench_main.h"
@@ -93,6 +103,88 @@ void print_perf_config_timeline() {
       lab07_grader::render_timeline(timeline, config.streams).c_str());
 }
 
+// ---- --kit_timeline_csv=FILE: the timeline of the docs' figure ----
+
+// Of `runs` runs of `chunks` chunks over `streams` streams (after a warm-up),
+// the one whose span, first start to last end, is the median.
+lab07::Timeline typical_run(int chunks, int streams, int runs = 5) {
+  Setup& s = setup();
+  lab07::Pipeline pipeline(s.n, streams);
+  auto run = [&] {
+    return pipeline.run(s.h_in.data(), s.h_out.data(), s.n, chunks,
+                        s.w.iterations);
+  };
+  run();  // warm-up
+  std::vector<std::pair<double, lab07::Timeline>> by_span;
+  for (int r = 0; r < runs; ++r) {
+    lab07::Timeline timeline = run();
+    const double span = lab07_grader::summarize_overlap(timeline).span_ms;
+    by_span.emplace_back(span, std::move(timeline));
+  }
+  std::sort(by_span.begin(), by_span.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return by_span[by_span.size() / 2].second;
+}
+
+constexpr std::array<const char*, lab07::kStages> kStageNames = {
+    "copy-in", "kernel", "copy-out"};
+
+// Writes FILE as CSV, one row per stage of each chunk:
+//   run,stream,chunk,stage,start_ms,end_ms
+// run "serial": perf_config()'s chunks on one stream; run "pipelined": the
+// same chunks over perf_config()'s streams. Each is a typical run
+// (typical_run()); its times are in ms after its first copy-in started, read
+// from the pipeline's own events. A last row, run "ideal" and stage "bound",
+// ends at ideal_ms(): each stage's time is the serial run's, all chunks.
+void write_timeline_csv(const std::string& path) {
+  const lab07::PipelineConfig config = lab07::perf_config();
+  const lab07::Timeline serial = typical_run(config.chunks, 1);
+  const lab07::Timeline pipelined = typical_run(config.chunks, config.streams);
+  StageTimes stages;
+  for (const lab07::ChunkTimes& chunk : serial)
+    for (int st = 0; st < lab07::kStages; ++st)
+      stages.ms[st] += chunk.stage[st].end_ms - chunk.stage[st].start_ms;
+  const double ideal = lab07_grader::ideal_ms(stages, config.chunks);
+
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << "run,stream,chunk,stage,start_ms,end_ms\n";
+  auto rows = [&](const char* run, const lab07::Timeline& timeline,
+                  int streams) {
+    for (std::size_t c = 0; c < timeline.size(); ++c)
+      for (int st = 0; st < lab07::kStages; ++st)
+        out << run << ',' << c % static_cast<std::size_t>(streams) << ','
+            << c << ',' << kStageNames[static_cast<std::size_t>(st)] << ','
+            << timeline[c].stage[st].start_ms << ','
+            << timeline[c].stage[st].end_ms << '\n';
+  };
+  rows("serial", serial, 1);
+  rows("pipelined", pipelined, config.streams);
+  out << "ideal,,,bound,0," << ideal << '\n';
+  if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  std::printf("serial, one stream:\n%s\npipelined, perf_config():\n%s\n"
+              "ideal %.3f ms; wrote %s\n",
+              lab07_grader::render_timeline(serial, 1).c_str(),
+              lab07_grader::render_timeline(pipelined, config.streams).c_str(),
+              ideal, path.c_str());
+}
+
+// The value of --kit_timeline_csv=FILE, taken out of argv; "" without it.
+std::string take_timeline_flag(int& argc, char** argv) {
+  constexpr const char* kFlag = "--kit_timeline_csv=";
+  std::string value;
+  int kept = 0;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::strncmp(argv[i], kFlag, std::strlen(kFlag)) == 0)
+      value = argv[i] + std::strlen(kFlag);
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return value;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +193,13 @@ int main(int argc, char** argv) {
     std::printf("%s; copy engines (asyncEngineCount): %d\n", kit::summary(device).c_str(),
                 device.copy_engines);
   };
-  hooks.before_run = print_perf_config_timeline;  // throws, e.g., for a stub refusing its buffers
+  const std::string timeline_csv = take_timeline_flag(argc, argv);
+  if (timeline_csv.empty()) {
+    // Throws, e.g., for a stub refusing its buffers.
+    hooks.before_run = print_perf_config_timeline;
+  } else {
+    hooks.before_run = [timeline_csv] { write_timeline_csv(timeline_csv); };
+    hooks.only_before_run = true;
+  }
   return kit::bench_main(argc, argv, hooks);
 }

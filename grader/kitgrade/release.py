@@ -59,6 +59,8 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "docs/grading.md",
     "docs/instructors.md",
     "docs/writing_labs.md",
+    "docs/figures/measure.py",
+    "grader/tests/test_measure.py",
     "ci/gradescope/*",
     "ci/prairielearn/*",
     "ci/platform-grade",

@@ -54,10 +54,12 @@ class BlocksAndPathsTest(unittest.TestCase):
     def test_instructor_only_paths(self) -> None:
         for path in ("solutions/01_indexing/indexing.cu", "grader/01_indexing/wrong.json",
                      "grader/02_bounds/hidden/test_hidden.cu", "grader/kitgrade/batch.py",
-                     "grader/selftest/fake_lab.cu", "docs/grading.md", ".ci/run"):
+                     "grader/selftest/fake_lab.cu", "docs/grading.md", ".ci/run",
+                     "docs/figures/measure.py", "grader/tests/test_measure.py"):
             self.assertTrue(release.is_instructor_only(path), path)
         for path in ("labs/01_indexing/indexing.cu", "grader/02_bounds/test_bounds.cu",
-                     "grader/kitgrade/cli.py", "docs/labs/01_indexing.md", "README.md"):
+                     "grader/kitgrade/cli.py", "docs/labs/01_indexing.md", "README.md",
+                     "docs/figures/make_figures.py", "docs/figures/data/h100_stride.csv"):
             self.assertFalse(release.is_instructor_only(path), path)
 
 

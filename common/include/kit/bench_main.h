@@ -41,6 +41,9 @@ struct BenchHooks {
   /// timeline of its perf configuration). An exception stops the program as one from a benchmark
   /// does.
   std::function<void()> before_run;
+  /// True: before_run is the whole program and no benchmark runs (lab 07's
+  /// --kit_timeline_csv measures a timeline instead).
+  bool only_before_run = false;
 };
 
 /// The main() of a lab benchmark (see the file comment): returns 0 when the benchmarks ran or no
@@ -56,7 +59,7 @@ inline int bench_main(int argc, char** argv, const BenchHooks& hooks = {}) {
   benchmark::Initialize(&argc, argv);
   try {
     if (hooks.before_run) hooks.before_run();
-    benchmark::RunSpecifiedBenchmarks();
+    if (!hooks.only_before_run) benchmark::RunSpecifiedBenchmarks();
   } catch (const std::exception& e) {  // e.g. an unfinished stub whose launch fails
     std::fprintf(stderr, "benchmark stopped: %s\n", e.what());
     return 1;
