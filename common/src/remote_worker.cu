@@ -435,8 +435,8 @@ namespace {
 
 // The shared libraries in this process now. The worker is linked with the CUDA runtime statically;
 // besides what it started with (kit_start_libraries: the C and C++ libraries, CUPTI) only the
-// driver (libcuda, libnvidia-*) and, under compute-sanitizer, the tool's own libraries are loaded
-// later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
+// driver (libcuda, libnvidia-*) and, under compute-sanitizer or Nsight Compute, the tool's own
+// libraries (libcuda-injection and libnvperf_* are Nsight Compute's) are loaded later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
 // student's code, whatever the means (dlopen, a name assembled at run time, a pointer found in
 // memory). Libraries a lab bans cannot be used without loading.
 std::string unexpected_library() {
@@ -452,7 +452,8 @@ std::string unexpected_library() {
         static const char* expected[] = {
             "libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux", "linux-vdso",
             "libdl.so", "libpthread.so", "librt.so", "libcuda.so", "libnvidia-", "libcudadebugger",
-            "libsanitizer", "libTreeLauncher", "libInterceptorInjection", "libcupti"};
+            "libsanitizer", "libTreeLauncher", "libInterceptorInjection", "libcupti",
+            "libcuda-injection", "libnvperf"};
         for (const char* prefix : expected)
           if (name.rfind(prefix, 0) == 0) return 0;
         *static_cast<std::string*>(out) = path;

@@ -6,6 +6,8 @@
 // and, when the runner grades tests, writes the verdicts it trusts:
 //   --kit_verdicts=DIR   as each test ends, write its result to DIR/NNNNNN.json (NNNNNN counts
 //                        from 0), signed with the run key
+//   --kit_counters=ncu   the runner started this process under Nsight Compute: counter tests
+//                        run (kit/test.h, CounterTest); without it they skip themselves
 //
 // One process runs many tests (the runner's filter names those still to grade). The runner reads
 // each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
@@ -76,6 +78,7 @@ std::string json_string(const std::string& s) {
 
 const char* kind_name(kit::Kind kind) {
   switch (kind) {
+    case kit::Kind::counter: return "counter";
     case kit::Kind::host: return "host";
     case kit::Kind::gpu: return "gpu";
     case kit::Kind::timed: return "timed";
@@ -394,6 +397,8 @@ int main(int argc, char** argv) {
   // First of all, before any test code runs: take the key and the verdict path.
   const std::string run_key = take_run_key();
   const std::string verdict_dir = take_flag(argc, argv, "--kit_verdicts=");
+  // The runner started this process under Nsight Compute for its counter tests (kit/test.h).
+  kit::set_counters_profiled(!take_flag(argc, argv, "--kit_counters=").empty());
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.

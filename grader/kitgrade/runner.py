@@ -1,5 +1,9 @@
 """Grades labs: lists each binary's tests, runs them, and applies the scoring rules.
 
+Counter tests (kind counter) run after the timed ones, one at a time, each in a process of its
+own under Nsight Compute (kitgrade.counters gives their verdicts); they neither gate the perf
+tests nor wait for them.
+
 Rules enforced here rather than in the binaries, so a student's code cannot bend them:
 the student's compiled objects are inspected before anything runs (kitgrade.inspect: calls lab
 code may not make, code that runs before main(); a refusal fails the whole lab unrun); a lab's
@@ -22,9 +26,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, inspect, protocol, thresholds
+from . import bans, counters, inspect, ncu, protocol, thresholds
 from .manifest import Lab
-from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
+from .model import (NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult,
+                    is_correctness)
 
 VARIANT_PREFIX = {"student": "grade", "reference": "reference"}
 """Binary name prefix per variant: grade_01_indexing is built from labs/, reference_* from solutions/."""
@@ -258,6 +263,23 @@ class _Lab:
             with ThreadPoolExecutor(max_workers=shards) as pool:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
+    def run_counted(self, spec: protocol.TestSpec, ncu_path: str | None,
+                    gpu_available: bool) -> None:
+        """Runs one counter test under Nsight Compute (`ncu_path`; None when it is missing, and
+        the test is not run, as it is without a GPU)."""
+        if self.fail_fast and self.failed():
+            outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
+        elif not gpu_available:
+            outcome = protocol.Outcome(Status.NOT_RUN, NO_DEVICE_REASON)
+        elif ncu_path is None:
+            outcome = protocol.Outcome(Status.NOT_RUN, counters.NO_NCU_REASON)
+        else:
+            worker = self.target.worker
+            own = ncu.own_kernels(worker) if worker is not None else set()
+            outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
+                                        self.timeout, self.extra, own, self.target.lab.number)
+        self.finish(spec, outcome)
+
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
                gpu_available: bool = True, timings: dict[str, float] | None = None
@@ -317,6 +339,14 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab.run(lab.pending(("timed",)))
         drain()
     clock = _lap(timings, "timed", clock)
+
+    # Counter tests, one at a time with nothing else on the GPU: ncu takes its counters.
+    ncu_path = ncu.find_ncu()
+    for lab in graded:
+        for spec in lab.pending((counters.KIND,)):
+            lab.run_counted(spec, ncu_path, gpu_available)
+        drain()
+    clock = _lap(timings, "counters", clock)
 
     for lab in graded:
         _perf(lab, gpu_available)
@@ -405,7 +435,7 @@ def _prepare(target: LabTarget, options: RunOptions,
 def _perf(lab: _Lab, gpu_available: bool) -> None:
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
     ban never ran, so they do not close the gate); else each is not run, saying why."""
-    correctness = [s for s in lab.listing if s.kind != "perf" and s.id not in lab.unrun]
+    correctness = [s for s in lab.listing if is_correctness(s.kind) and s.id not in lab.unrun]
     gate_open = all(lab.by_id[s.id].status is Status.PASSED for s in correctness)
     # Closed only because a GPU was missing: say so, not that a correctness step failed.
     gate_reason = NO_DEVICE_REASON if all(

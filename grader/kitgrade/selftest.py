@@ -53,7 +53,7 @@ from typing import TextIO
 from . import check, reports, runner, sanitize, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
-from .model import LabResult, RunResult, Status, TestResult
+from .model import LabResult, RunResult, Status, TestResult, is_correctness
 from .context import default_build_dir, find_lab
 
 FAKE_TIMEOUT_S = 5.0
@@ -510,7 +510,7 @@ def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_neede
     for test in result.tests:
         by_step.setdefault(test.step, []).append(test)
     excused = lambda t: t.lacked_device(run.gpu_available)  # noqa: E731
-    correctness_lost = any(t.status.is_problem for t in result.tests if t.kind != "perf")
+    correctness_lost = any(t.status.is_problem for t in result.tests if is_correctness(t.kind))
     for step in lab.steps:
         tests = by_step.get(step.id, [])
         lost = [t for t in tests if t.status.is_problem or

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,12 @@ namespace kit {
 /// runner runs it on its own, after the host and gpu tests, never beside another test; `perf`
 /// measures against a ceiling, also on its own, and scores only when every correctness test
 /// (host, gpu, timed) of its lab passed.
-enum class Kind { host, gpu, timed, perf };
+enum class Kind { host, gpu, timed, perf, counter };
+/// `counter`: a CounterTest, whose run the runner watches with Nsight Compute (ncu), alone and
+/// after the timed tests; it passes only when its own checks pass and ncu's readings of the
+/// student's kernels keep within their bars (docs/grading.md, "Counter checks"). Without ncu or
+/// permission to read the GPU's counters it is not run, never passed. A counter test neither
+/// gates the perf tests nor is gated by them.
 
 /// The grading metadata of one test (or one parameterized test pattern).
 struct TestMeta {
@@ -94,6 +100,30 @@ class PerfTest : public GpuTest {
   void expect_ratio_at_least(const Timed& student, const Timed& ceiling,
                              const std::string& threshold_key, const char* unit, double unit_scale);
 };
+
+/// Base fixture for counter tests (kind `counter`): a GpuTest that calls the student's code on
+/// small fixed shapes, checks its results as any gpu test does (so a stub, or code that is wrong,
+/// fails here and earns nothing), then names with expect_counters() the keys of
+/// grader/thresholds.conf whose counters every launch of the student's kernels in the test must
+/// keep within their bars. The process cannot read its own counters (ncu reports them once it
+/// ends): each key's bar goes into the signed verdict, and the runner, which started the process
+/// under ncu, compares (grader/kitgrade/counters.py). Run any other way, the test is skipped.
+///
+/// Every kernel profiled in the test is held to the bars, so a counter test launches none of the
+/// judge's own, and calls nothing that updates its data in place (ncu may replay a kernel).
+class CounterTest : public GpuTest {
+ protected:
+  void SetUp() override;
+
+  /// Records each key's bar (this build's, on this GPU) and section for the runner. A key is
+  /// `<lab>.<counter>`, the counter one of grader/kitgrade/counters.py (e.g.
+  /// "coalescing.global_sectors_vs_ideal"); its bars are the most the counter may read.
+  void expect_counters(std::initializer_list<const char*> keys);
+};
+
+/// Marks this process as started by the runner under Nsight Compute for its counter tests (the
+/// judge's --kit_counters flag); CounterTest skips itself otherwise.
+void set_counters_profiled(bool profiled);
 
 /// Checks a guarded device output against `expected`: no write outside it, every element written,
 /// every element within `tol`. The failure message names elements, owners under `launch`, and the
