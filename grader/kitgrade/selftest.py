@@ -29,7 +29,9 @@ known-wrong submissions or release command): it runs 1-3, 5 (every stub compiles
 every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
-skipped and never as passed; --require-gpu turns them into failures. The last line reads
+skipped and never as passed; --require-gpu turns them into failures. So are the counter tests
+(kind counter) where Nsight Compute is missing or this user may not read the GPU's counters
+("not run: no hardware counters: ..."). The last line reads
 ``selftest: N passed, M failed, K skipped``.
 """
 
@@ -630,8 +632,9 @@ def _finish(tally: Tally, out: TextIO) -> int:
     if tally.failures:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
-        out.write(f"\n{tally.skipped} checks not run (no CUDA device, no Doxygen or no Chromium): skipped, "
-                  "not passed; --require-gpu / --require-docs make them failures\n")
+        out.write(f"\n{tally.skipped} checks not run (no CUDA device or counters, no Doxygen or "
+                  "no Chromium): skipped, not passed; --require-gpu / --require-docs make them "
+                  "failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")
