@@ -187,7 +187,10 @@ def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
     metrics = sorted({m for c in counters for m in c.raw})
     # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
     # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
-    return [ncu, "--csv", "--print-kernel-base", "mangled", "--launch-count", str(launches),
+    # Metrics under their names (ncu prints a label where one exists) and in base units (it
+    # scales a value to Mbyte, say, where it sees fit), as the table's ratios and names need.
+    return [ncu, "--csv", "--print-kernel-base", "mangled", "--print-metric-name", "name",
+            "--print-units", "base", "--launch-count", str(launches),
             "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
