@@ -172,12 +172,12 @@ class CheckCopyTest(unittest.TestCase):
 
     def test_bars_in_the_wrong_order(self) -> None:
         # A counter bar is a most: the reference's may not be above the student's.
-        self.edit("grader/thresholds.conf", "tiling.shared_wavefronts_vs_ideal       1.25      1.05",
-                  "tiling.shared_wavefronts_vs_ideal       1.25      1.5")
-        self.assert_one_new("[default]: 'tiling.shared_wavefronts_vs_ideal' is a counter bar",
+        self.edit("grader/thresholds.conf", "coalescing.global_sectors_vs_ideal      1.25      1.05",
+                  "coalescing.global_sectors_vs_ideal      1.25      1.5")
+        self.assert_one_new("[default]: 'coalescing.global_sectors_vs_ideal' is a counter bar",
                             "must not be above its student bar 1.25")
-        self.edit("grader/thresholds.conf", "tiling.shared_wavefronts_vs_ideal       1.25      1.5",
-                  "tiling.shared_wavefronts_vs_ideal       1.25      1.05")
+        self.edit("grader/thresholds.conf", "coalescing.global_sectors_vs_ideal      1.25      1.5",
+                  "coalescing.global_sectors_vs_ideal      1.25      1.05")
         self.edit("grader/thresholds.conf", "tiling.tiled_vs_naive                   1.15      1.30",
                   "tiling.tiled_vs_naive                   1.15      1.10")
         self.assert_one_new("'tiling.tiled_vs_naive': its reference bar 1.1 must not be below")
