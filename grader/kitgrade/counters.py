@@ -184,7 +184,7 @@ def verdict(outcome: protocol.Outcome, returncode: int | None, text: str, own: I
             return not_run("ncu could not read the counters", errors[0])
         return failed("no kernel of yours ran under the profiler",
                       ["ncu profiled no kernel launch in this test: your functions must do "
-                       "their work in kernels of your own"])
+                       "their work in kernels of your own", f"ncu's log: {_log_head(text)}"])
     names = {ncu.demangled(name) for name in own}
     foreign = [launch.name for launch in launches if names and ncu.demangled(launch.name)
                not in names]
@@ -241,7 +241,10 @@ def _missing(counter: ncu.Counter, raw: dict[str, float | None]) -> bool:
 
 
 def _log_head(text: str, lines: int = 3) -> str:
-    head = [line.strip() for line in text.strip().splitlines()[:lines]]
+    """ncu's warnings and errors (else its first lines), on one line: why it read nothing."""
+    all_lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    told = [line for line in all_lines if line.startswith(("==WARNING==", "==ERROR=="))]
+    head = (told or all_lines)[:lines]
     return " / ".join(head) if head else "ncu wrote no log"
 
 

@@ -169,10 +169,12 @@ class Verdicts(unittest.TestCase):
         self.assertIs(outcome.status, Status.NOT_RUN)
         self.assertTrue(outcome.reason.startswith(NO_COUNTERS_REASON), outcome.reason)
 
-    def test_no_launch_at_all_fails(self) -> None:
-        outcome = verdict(passed(KEY), "==WARNING== No kernels were profiled.\n")
+    def test_no_launch_at_all_fails_quoting_ncu(self) -> None:
+        outcome = verdict(passed(KEY), "==PROF== Connected to process 7 (grade_03_coalescing)\n"
+                                       "==WARNING== No kernels were profiled.\n")
         self.assertIs(outcome.status, Status.FAILED)
         self.assertIn("no kernel of yours", outcome.reason)
+        self.assertIn("ncu's log: ==WARNING== No kernels were profiled.", outcome.output)
 
     def test_ncu_that_could_not_profile_is_not_run_and_not_excused(self) -> None:
         error = '==ERROR== Failed to profile "aos_to_soa_kernel" in process 4242\n'
