@@ -88,8 +88,12 @@ class TestResult:
         """
         if self.status is not Status.NOT_RUN or self.kind == "host":
             return False
-        return (not gpu_available or self.reason == NO_DEVICE_REASON
-                or self.reason.startswith(NO_COUNTERS_REASON))
+        return not gpu_available or self.reason == NO_DEVICE_REASON or self.lacked_counters()
+
+    def lacked_counters(self) -> bool:
+        """Not run only because nothing here could read the GPU's counters (a counter test
+        without Nsight Compute, or without permission to read them)."""
+        return self.status is Status.NOT_RUN and self.reason.startswith(NO_COUNTERS_REASON)
 
     def to_dict(self) -> dict[str, Any]:
         return {
