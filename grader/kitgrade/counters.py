@@ -90,13 +90,14 @@ def metrics() -> list[str]:
 
 def command_prefix(ncu_path: str, log: Path) -> list[str]:
     """What a counter test's command line starts with: ncu following the judge into its worker,
-    the counters' metrics in base units under their own names, kernels by mangled name, its
-    output (the readings as CSV) to `log`, and the GPU's clocks left alone (the counters do not
-    depend on them)."""
+    the counters' metrics in base units under their own names, each a launch's total (not one
+    value per instruction), kernels by mangled name, its output (the readings as CSV) to `log`,
+    and the GPU's clocks left alone (the counters do not depend on them)."""
     return [ncu_path, "--target-processes", "all", "--metrics", ",".join(metrics()), "--csv",
             "--page", "details", "--print-units", "base", "--print-metric-name", "name",
-            "--print-kernel-base", "mangled", "--launch-count", str(LAUNCH_LIMIT + 1),
-            "--clock-control", "none", "--log-file", str(log)]
+            "--print-metric-instances", "none", "--print-kernel-base", "mangled",
+            "--launch-count", str(LAUNCH_LIMIT + 1), "--clock-control", "none",
+            "--log-file", str(log)]
 
 
 def run_test(ncu_path: str, binary: Path, test_id: str, seed: int, timeout_s: float,

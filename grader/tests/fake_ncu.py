@@ -19,7 +19,8 @@ import subprocess
 import sys
 
 VALUED = {"--target-processes", "--metrics", "--page", "--print-units", "--print-metric-name",
-          "--print-kernel-base", "--launch-count", "--clock-control", "--log-file"}
+          "--print-metric-instances", "--print-kernel-base", "--launch-count", "--clock-control",
+          "--log-file"}
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
           '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
           '"Metric Value"')
