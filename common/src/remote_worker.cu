@@ -445,13 +445,28 @@ namespace {
 // The shared libraries in this process now. The worker is linked with the CUDA runtime statically;
 // besides what it started with (kit_start_libraries: the C and C++ libraries, CUPTI) only the
 // driver (libcuda, libnvidia-*) and, under compute-sanitizer or Nsight Compute, the tool's own
-// libraries (libcuda-injection and libnvperf_* are Nsight Compute's) are loaded later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
+// libraries (libcuda-injection, libnvperf_* and their folder's are Nsight Compute's) are loaded
+// later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
 // student's code, whatever the means (dlopen, a name assembled at run time, a pointer found in
 // memory). Libraries a lab bans cannot be used without loading.
 std::string unexpected_library() {
-  std::string found;
+  // Under Nsight Compute, its injection library's folder (target/linux-...) is the tool's own, and
+  // whatever else it loads from there is too.
+  struct Scan {
+    std::string tool_folder, found;
+  } scan;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* out) {
+        const std::string path = info->dlpi_name ? info->dlpi_name : "";
+        const auto slash = path.rfind('/');
+        if (slash != std::string::npos && path.find("/libcuda-injection", slash) == slash)
+          static_cast<Scan*>(out)->tool_folder = path.substr(0, slash + 1);
+        return 0;
+      },
+      &scan);
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        Scan& scan = *static_cast<Scan*>(out);
         const char* path = info->dlpi_name;
         if (path == nullptr || *path == '\0') return 0;
         if (std::strstr(kit_start_libraries, ("\n" + std::string(path) + "\n").c_str()) != nullptr)
@@ -465,11 +480,14 @@ std::string unexpected_library() {
             "libcuda-injection", "libnvperf"};
         for (const char* prefix : expected)
           if (name.rfind(prefix, 0) == 0) return 0;
-        *static_cast<std::string*>(out) = path;
+        if (!scan.tool_folder.empty() && std::string(path).rfind(scan.tool_folder, 0) == 0 &&
+            std::strchr(path + scan.tool_folder.size(), '/') == nullptr)
+          return 0;
+        scan.found = path;
         return 1;
       },
-      &found);
-  return found;
+      &scan);
+  return scan.found;
 }
 
 void forget(Reader& r) {
