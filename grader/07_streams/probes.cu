@@ -290,6 +290,12 @@ lab07_probe::RunEnd lab07_probe::run_pipeline_to_end(int pipeline_id, int buffer
   return end;
 }
 
+void lab07_probe::require_pinned_buffers(int buffers) {
+  HostSet& set = usable_host_set(buffers);
+  lab07::require_pinned(set.in, "h_in");
+  lab07::require_pinned(set.out(), "h_out");
+}
+
 lab07_probe::HostContents lab07_probe::read_buffers(int buffers, bool with_in) {
   HostSet& set = usable_host_set(buffers);
   HostContents contents;

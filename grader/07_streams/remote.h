@@ -126,6 +126,10 @@ struct RunEnd {
 /// h_out is complete is step 3's to report, one thrown before is step 2's.
 RunEnd run_pipeline_to_end(int pipeline, int buffers, int chunks, int iterations);
 
+/// lab07::require_pinned(h_in, "h_in") and then (h_out, "h_out") on buffers `buffers`: what run()
+/// does first, without the rest of run() (steps 2 and 3).
+void require_pinned_buffers(int buffers);
+
 /// The contents of buffers `buffers`.
 struct HostContents {
   Floats in;         ///< h_in (empty unless asked for)
@@ -232,6 +236,7 @@ struct Codec<lab07_probe::HostContents> {
   X(lab07_probe, open_pipeline, int, (std::size_t, int))                                   \
   X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int))                      \
   X(lab07_probe, run_pipeline_to_end, lab07_probe::RunEnd, (int, int, int, int))           \
+  X(lab07_probe, require_pinned_buffers, void, (int))                                      \
   X(lab07_probe, read_buffers, lab07_probe::HostContents, (int, bool))                     \
   X(lab07_probe, release, void, (int))                                                     \
   X(lab07_probe, perf_config, lab07::PipelineConfig, (int))

@@ -426,6 +426,44 @@ KIT_TEST_P(RoundTrip, QueuesOnItsStreamAndReturnsAtOnce, "streams.1", gpu, 1,
 INSTANTIATE_TEST_SUITE_P(Sizes, RoundTrip, ::testing::Values(std::size_t{1}, std::size_t{33}, kBig),
                          size_name);
 
+// Only step 1's is_pinned decides this test: run() refuses a pageable buffer in its given start
+// (require_pinned) before any code of steps 2 and 3 runs, and pinned buffers are not run at all
+// (that would run steps 2 and 3) but handed to require_pinned, run()'s first call, directly.
+KIT_TEST(PinnedMemory, RunRefusesPageableBuffers, "streams.1", gpu, 2,
+         "Pipeline::run throws std::invalid_argument naming h_in or h_out when either is "
+         "pageable, and require_pinned, the first thing run() does, accepts pinned buffers") {
+  constexpr std::size_t n = 1000;
+  // The pipeline and the host buffers are the worker's: pinned (cudaMallocHost) or pageable
+  // (std::vector) as asked; how run() ended comes back with the exception's message.
+  WorkerPipeline pipeline(n, 2);
+  WorkerHost pageable_in(n, false, true), pageable_out(n, true, false), pinned(n, true, true);
+  auto expect_refused = [&](WorkerHost& buffers, const std::string& name) {
+    const lab07_probe::RunEnd end = pipeline.run_to_end(buffers, 2, 1);
+    if (end.ended != lab07_probe::Ended::invalid_argument) {
+      ADD_FAILURE() << "run() "
+                    << (end.ended == lab07_probe::Ended::returned
+                            ? std::string("accepted")
+                            : "threw another exception (" + end.what + ") for")
+                    << " a pageable " << name
+                    << ": it must refuse it with std::invalid_argument (see require_pinned)";
+      return;
+    }
+    EXPECT_TRUE(end.what.find("pageable") != std::string::npos &&
+                end.what.find(name) != std::string::npos)
+        << "run() refused a pageable " << name << " with the message \"" << end.what
+        << "\", which should name " << name << " and say it is pageable";
+  };
+  expect_refused(pageable_in, "h_in");
+  expect_refused(pageable_out, "h_out");
+  try {
+    lab07_probe::require_pinned_buffers(pinned.id());
+  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "require_pinned, which run() calls first, refused pinned buffers from "
+                     "cudaMallocHost: "
+                  << e.what() << "\n(is_pinned must say true for them)";
+  }
+}
+
 // ---- Step 2 -------------------------------------------------------------------------------------
 
 using PipelineHost = kit::HostTest;
@@ -477,43 +515,6 @@ KIT_TEST(PipelineHost, ChunkRangeCoversEveryElementOnceInOrder, "streams.2", hos
     const std::string problem = chunking_problem(n, chunks);
     ASSERT_TRUE(problem.empty()) << problem << "\n" << kit::seed_note();
   }
-}
-
-using PipelineBuffers = kit::GpuTest;
-
-// run() is step 2's (its given start refuses pageable buffers through step 1's is_pinned); its
-// end is step 3's read_timeline, whose exceptions step 3's tests report, so only a refusal of the
-// pinned buffers counts here.
-KIT_TEST(PipelineBuffers, RunRefusesPageableBuffers, "streams.2", gpu, 2,
-         "Pipeline::run throws std::invalid_argument naming h_in or h_out when either is "
-         "pageable, and accepts pinned buffers") {
-  constexpr std::size_t n = 1000;
-  // The pipeline and the host buffers are the worker's: pinned (cudaMallocHost) or pageable
-  // (std::vector) as asked; how run() ended comes back with the exception's message.
-  WorkerPipeline pipeline(n, 2);
-  WorkerHost pageable_in(n, false, true), pageable_out(n, true, false), pinned(n, true, true);
-  auto expect_refused = [&](WorkerHost& buffers, const std::string& name) {
-    const lab07_probe::RunEnd end = pipeline.run_to_end(buffers, 2, 1);
-    if (end.ended != lab07_probe::Ended::invalid_argument) {
-      ADD_FAILURE() << "run() "
-                    << (end.ended == lab07_probe::Ended::returned
-                            ? std::string("accepted")
-                            : "threw another exception (" + end.what + ") for")
-                    << " a pageable " << name
-                    << ": it must refuse it with std::invalid_argument (see require_pinned)";
-      return;
-    }
-    EXPECT_TRUE(end.what.find("pageable") != std::string::npos &&
-                end.what.find(name) != std::string::npos)
-        << "run() refused a pageable " << name << " with the message \"" << end.what
-        << "\", which should name " << name << " and say it is pageable";
-  };
-  expect_refused(pageable_in, "h_in");
-  expect_refused(pageable_out, "h_out");
-  const lab07_probe::RunEnd end = pipeline.run_to_end(pinned, 2, 1);
-  EXPECT_TRUE(end.ended != lab07_probe::Ended::invalid_argument)
-      << "run() refused pinned buffers from cudaMallocHost: " << end.what
-      << "\n(is_pinned must say true for them)";
 }
 
 struct PipelineCase {
