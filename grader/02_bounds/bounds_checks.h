@@ -102,8 +102,12 @@ inline kit::Launch check_grid_stride(unsigned n, unsigned blocks) {
 }
 
 // scale_shift_grid_stride in place (out == in) over n elements with `blocks` blocks (0: its
-// default grid): every element must be updated exactly once.
-inline void check_grid_stride_in_place(unsigned n, unsigned blocks) {
+// default grid): every element must be updated exactly once. `several` says how, with this grid,
+// an element comes to get several threads (the end of a failure's message).
+inline void check_grid_stride_in_place(
+    unsigned n, unsigned blocks,
+    const std::string& several =
+        "a loop that steps by less than the whole grid hands some elements to several threads") {
   const ScaleShiftCase c = make_scale_shift_case(n);
   // The data sits inside the guards: poisoned first (arming the guards), then overwritten.
   kit::GuardedBuffer<float> d_x(n);
@@ -114,8 +118,7 @@ inline void check_grid_stride_in_place(unsigned n, unsigned blocks) {
   // An element left as it was, or updated twice (a*(a*x+b)+b), is wrong here.
   EXPECT_TRUE(kit::output_matches("x (updated in place)", c.expected, d_x, kScaleShiftTolerance,
                                   kit::Shape::d1(n), launch))
-      << "each element must be handled by exactly one thread: a loop that steps by less than "
-         "the whole grid hands some elements to several threads";
+      << "each element must be handled by exactly one thread: " << several;
 }
 
 // ---- Step 2: the rank-1 update ------------------------------------------------------------------

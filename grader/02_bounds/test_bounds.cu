@@ -9,6 +9,7 @@
 // grids of any size, 4 rejecting invalid launch configurations, perf a grid-stride kernel against
 // the device copy bandwidth. Every output sits between guard regions and starts poisoned, so a
 // write past either end is reported by its offset and an element nothing wrote by its index.
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -139,6 +140,40 @@ KIT_TEST_P(GridStrideInPlace, UpdatesEachElementExactlyOnce, "bounds.3", gpu, 2,
 
 INSTANTIATE_TEST_SUITE_P(Sizes, GridStrideInPlace, ::testing::Values(1000u, (1u << 20) + 7),
                          size_name);
+
+// A grid of 2^24 - 3072 blocks: 2^32 - 786432 threads, so one trip of the loop reaches all but
+// the last 786432 indices below 2^32. Thread t of the first 2^20 + 7 handles element t, and its
+// next index, t + 4294180864, is past n: its loop ends. With a 32-bit index, that sum passes
+// 2^32 - 1 for every t >= 786432 and wraps round to t - 786432, an element thread t - 786432
+// has already updated, which is then updated again (once only: n <= 2 * 786432). The wrap needs
+// no more memory than any other test: n is small, the grid is what is huge. Most of its threads
+// have no element and leave at once.
+constexpr unsigned kWrapN = (1u << 20) + 7;
+constexpr unsigned kWrapBlocks = (1u << 24) - 3072;
+constexpr unsigned kWrapShort = 786432;  // 2^32 minus the grid's threads
+static_assert((1ull << 32) - std::uint64_t{kWrapBlocks} * lab02::kBlock1d == kWrapShort,
+              "the grid is 786432 threads short of 2^32");
+static_assert(kWrapShort < kWrapN && kWrapN <= 2ull * kWrapShort,
+              "a 32-bit index wraps, once, for the threads from 786432 to n - 1");
+
+class GridStrideHugeGrid : public kit::GpuTest {};
+
+KIT_TEST(GridStrideHugeGrid, IndexDoesNotWrapPast2To32, "bounds.3", gpu, 2,
+         "scale_shift_grid_stride in place on 2^20 + 7 elements with 2^24 - 3072 blocks "
+         "(2^32 - 786432 threads): a thread's second index passes 2^32 - 1 and must end its loop, "
+         "not wrap round to an element of another thread") {
+  SCOPED_TRACE("scale_shift_grid_stride in place on n = " + std::to_string(kWrapN) + " with " +
+               grid_name(kWrapBlocks));
+  const std::string threads = std::to_string((1ull << 32) - kWrapShort);
+  const std::string short_of = std::to_string(kWrapShort);
+  check_grid_stride_in_place(
+      kWrapN, kWrapBlocks,
+      "with " + threads + " threads, thread t's second index, t + " + threads +
+          ", passes 2^32 - 1 for t >= " + short_of +
+          "; an index of 32 bits (unsigned i) wraps round to t - " + short_of +
+          ", an element already updated, and updates it again.\nKeep the index and the stride in "
+          "std::size_t.");
+}
 
 // ---- Step 4 ------------------------------------------------------------------------------------
 
