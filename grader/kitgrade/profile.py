@@ -63,6 +63,10 @@ _OCCUPANCY = Counter("sm__warps_active.avg.pct_of_peak_sustained_active",
 _THEORETICAL = Counter("sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy, %",
                        "what registers, shared memory and block size allow (lab 06's model)")
 
+ALL_KERNELS = {"06_occupancy"}
+"""Labs whose student code launches no kernel of its own: every kernel of the benchmark is shown,
+once per block size (lab 06's benchmark runs its kernels at the student's chosen block size)."""
+
 COUNTERS: dict[str, tuple[Counter, ...]] = {
     "01_indexing": (
         Counter("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -164,18 +168,19 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         return _not_run(ctx, f"no CUDA device ({device.get('reason', 'none found')})")
     found: dict[str, list[KernelCounters]] = {}
     for variant, program in programs.items():
+        # Only the lab's own kernels are profiled (matched by function name: ncu's filter),
+        # so that the benchmark's ceilings (cuBLAS, CUB, copies) use no launch of the count.
+        own = (set() if lab.id in ALL_KERNELS else
+               {demangled(n) for n in own_kernels(build_dir / "bin" / worker_name(lab.id, variant))})
         try:
-            text = run_ncu(ncu, program, counters, args.launches)
+            text = run_ncu(ncu, program, counters, args.launches, own)
         except ProfileError as err:
             return _not_run(ctx, str(err))
         except OSError as err:
             ctx.stderr.write(f"profile: {program} did not run: {err}\n")
             return 3
-        own = own_kernels(build_dir / "bin" / worker_name(lab.id, variant))
-        # Matched by function name: ncu may print kernel names demangled whatever it is asked.
-        mine = {demangled(name) for name in own}
-        found[variant] = [k for k in parse_csv(text, counters)
-                          if not own or demangled(k.name) in mine]
+        found[variant] = [k for k in parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
+                          if not own or demangled(k.name) in own]
     ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
@@ -200,18 +205,25 @@ def find_ncu() -> str | None:
     return sanitize.find_cuda_tool("ncu")
 
 
-def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> list[str]:
+def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,
+            functions: set[str] = frozenset()) -> list[str]:
+    """ncu's command line; `functions`, when given, are the only kernels profiled."""
     metrics = sorted({m for c in counters for m in c.raw})
+    only = (["--kernel-name-base", "function", "--kernel-name",
+             "regex:^(" + "|".join(sorted(re.escape(f) for f in functions)) + ")$"]
+            if functions else [])
     # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
     # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
-    return [ncu, "--csv", "--print-kernel-base", "mangled", "--launch-count", str(launches),
+    return [ncu, "--csv", "--print-kernel-base", "mangled", *only, "--launch-count", str(launches),
             "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
-def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> str:
+def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,
+            functions: set[str] = frozenset()) -> str:
     if not program.is_file():
         raise OSError(f"{program} is not built")
-    proc = subprocess.run(command(ncu, program, counters, launches), stdin=subprocess.DEVNULL,
+    proc = subprocess.run(command(ncu, program, counters, launches, functions),
+                          stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", timeout=900)
     refusal = refusal_reason(proc.stdout)
@@ -238,7 +250,8 @@ def _number(text: str) -> float | None:
         return None
 
 
-def parse_csv(text: str, counters: tuple[Counter, ...]) -> list[KernelCounters]:
+def parse_csv(text: str, counters: tuple[Counter, ...],
+              by_block: bool = False) -> list[KernelCounters]:
     """The kernels of ncu's --csv output (one row per kernel launch and metric, after its own
     log lines) in order of first launch, each with the counters of its first profiled launch;
     a ratio counter "A/B" is A divided by B (absent when B is 0)."""
@@ -254,6 +267,8 @@ def parse_csv(text: str, counters: tuple[Counter, ...]) -> list[KernelCounters]:
         value = _number(row.get("Metric Value") or "")
         if not launch or not name or value is None:
             continue
+        if by_block:  # one kernel at several block sizes: a row each (lab 06)
+            name += f" <<<{row.get('Block Size', '?')}>>>"
         names.setdefault(launch, name)
         launches.setdefault(launch, {})[row.get("Metric Name", "")] = value
     kernels: dict[str, KernelCounters] = {}
@@ -300,6 +315,20 @@ def demangled(name: str) -> str:
     return head.split("::")[-1].strip() or name
 
 
+def shown(name: str) -> str:
+    """The name a table shows: the function, its integer template arguments (two instances of
+    one kernel template are two kernels) and the block size where parse_csv added it."""
+    base, _, block = name.partition(" <<<")
+    function = demangled(base)
+    rest = base[base.find(function) + len(function):] if base.startswith("_Z") else ""
+    match = re.match(r"I((?:L[a-z]+-?\d+E)+)E", rest)
+    args = re.findall(r"L[a-z]+(-?\d+)E", match.group(1)) if match else []
+    if not base.startswith("_Z") and "<" in base.split("(")[0]:
+        args = [base.split("(")[0].split("<", 1)[1].rsplit(">", 1)[0]]
+    text = function + (f"<{', '.join(args)}>" if args else "")
+    return text + (f" <<<{block}" if block else "")
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "-"
@@ -311,11 +340,13 @@ def _fmt(value: float | None) -> str:
 def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCounters],
            reference: list[KernelCounters]) -> str:
     """One table per kernel, in 80 columns: counter, yours, the reference's, then what it means."""
-    ref = {demangled(k.name): k for k in reference}
+    # The same kernel in both builds: the same name, else the same name as shown (a student's
+    # kernel may differ from the reference's in its parameter types).
+    ref = {shown(k.name): k for k in reference} | {k.name: k for k in reference}
     lines = [f"profile {lab_id}: your kernels next to the reference's (Nsight Compute)", ""]
     for kernel in student:
-        other = ref.get(demangled(kernel.name))
-        lines.append(f"{demangled(kernel.name)[:78]}")
+        other = ref.get(kernel.name) or ref.get(shown(kernel.name))
+        lines.append(f"{shown(kernel.name)[:78]}")
         lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
         for counter in counters:
             mine = kernel.values.get(counter.metric)
@@ -324,10 +355,11 @@ def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCount
             lines += textwrap.wrap(counter.meaning, 78, initial_indent="    ",
                                    subsequent_indent="    ")
         lines.append("")
-    missing = [k.name for k in reference if k.name not in {s.name for s in student}]
+    launched = {n for k in student for n in (k.name, shown(k.name))}
+    missing = [k.name for k in reference if k.name not in launched and shown(k.name) not in launched]
     if missing:
         lines += textwrap.wrap("kernels of the reference that your build did not launch: "
-                               + ", ".join(demangled(n) for n in missing), 80,
+                               + ", ".join(shown(n) for n in missing), 80,
                                subsequent_indent="  ")
     if not student:
         lines += textwrap.wrap("none of your kernels was profiled: the lab's benchmark did "

@@ -83,6 +83,30 @@ class TheTable(unittest.TestCase):
         for line in text.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+    def test_two_instances_of_a_template_are_two_kernels_paired_by_name(self) -> None:
+        self.assertEqual(profile.shown("_Z22transpose_tiled_kernelILj33EEvPKfPfjj"),
+                         "transpose_tiled_kernel<33>")
+        self.assertEqual(profile.shown("void transpose_tiled_kernel<32u>(const float *)"),
+                         "transpose_tiled_kernel<32u>")
+        self.assertEqual(profile.shown("scale_kernel <<<(256, 1, 1)>>>"),
+                         "scale_kernel <<<(256, 1, 1)>>>")
+        counters = profile.COUNTERS["03_coalescing"][:1]
+        metric = counters[0].metric
+        a, b = "_Z22transpose_tiled_kernelILj32EEvPKfPfjj", "_Z22transpose_tiled_kernelILj33EEvPKfPfjj"
+        mine = [profile.KernelCounters(a, {metric: 1.0}), profile.KernelCounters(b, {metric: 2.0})]
+        ref = [profile.KernelCounters(a, {metric: 3.0}), profile.KernelCounters(b, {metric: 4.0})]
+        text = profile.render("03_coalescing", counters, mine, ref)
+        rows = [line.split() for line in text.splitlines() if line.startswith("  global-load")]
+        self.assertEqual([r[-2:] for r in rows], [["1.00", "3.00"], ["2.00", "4.00"]])
+        self.assertNotIn("did not launch", text)
+
+    def test_only_the_labs_kernels_are_profiled(self) -> None:
+        argv = profile.command("ncu", Path("bench"), profile.COUNTERS["03_coalescing"], 40,
+                                  {"b_kernel", "a_kernel"})
+        self.assertEqual(argv[argv.index("--kernel-name") + 1], "regex:^(a_kernel|b_kernel)$")
+        self.assertEqual(argv[argv.index("--kernel-name-base") + 1], "function")
+        self.assertNotIn("--kernel-name", profile.command("ncu", Path("b"), profile.COUNTERS["02_bounds"], 4))
+
     def test_demangled_names(self) -> None:
         self.assertEqual(profile.demangled("_Z22transpose_naive_kerneljjPKfPf"),
                          "transpose_naive_kernel")
