@@ -714,8 +714,9 @@ class Measured:
     """One GPU's file of a data set: its rows, and its first comment line (when, on what GPU,
     by which command: measure.py writes it)."""
 
-    def __init__(self, path, gpu):
+    def __init__(self, path, gpu, label=None):
         self.gpu = gpu
+        self._label = label
         self.file = os.path.basename(path)
         with open(path, encoding="utf-8") as f:
             lines = [line for line in f.read().splitlines() if line.strip()]
@@ -726,7 +727,7 @@ class Measured:
 
     @property
     def label(self):
-        return self.gpu.upper()
+        return self._label or self.gpu.upper()
 
     @property
     def measured_on(self):
@@ -865,9 +866,10 @@ def lab05_reduction(path, gpus):
 STAGES = ("copy-in", "kernel", "copy-out")  # the stage column of a timeline, H K D
 
 
-def lab07_measured_timeline(path, gpus):
-    """Per GPU: the serial run's lane and the pipelined run's lanes (one per stream), each bar a
-    stage of a chunk where its events put it, and the ideal pipeline time (red)."""
+def lab07_measured_timeline(path, gpus, whose="Lab 07's reference pipeline"):
+    """Per GPU (or per build: kit.py profile 07 draws yours and the reference's): the serial
+    run's lane and the pipelined run's lanes (one per stream), each bar a stage of a chunk where
+    its events put it, and the ideal pipeline time (red)."""
     blocks = []
     for m in gpus:
         runs = {"serial": [], "pipelined": []}
@@ -883,8 +885,7 @@ def lab07_measured_timeline(path, gpus):
     chunks = max(int(r["chunk"]) for _, runs, _, _ in blocks for rs in runs.values()
                  for r in rs) + 1
     s = Svg(1000, 0, "Lab 07: a measured timeline, serial vs pipelined")  # height: at the end
-    s.heading(f"Lab 07's reference pipeline as its events recorded it: {chunks} chunks, one "
-              "stream vs several")
+    s.heading(f"{whose} as its events recorded it: {chunks} chunks, one stream vs several")
     top = 60
     for m, runs, streams, ideal in blocks:
         end = {run: max((float(r["end_ms"]) for r in rows), default=0.0)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import io
 import re
 import subprocess
@@ -184,7 +185,42 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
     ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
+    if lab.id in TIMELINES:
+        ctx.stdout.write(draw_timeline(ctx.root, build_dir, programs) + "\n")
     return 0
+
+
+TIMELINES = {"07_streams"}
+"""Labs whose benchmark writes a measured timeline (--kit_timeline_csv): profile draws it."""
+
+
+def draw_timeline(root: Path, build_dir: Path, programs: dict[str, Path]) -> str:
+    """Runs each build's benchmark for its timeline (its pipeline's own CUDA events) and draws
+    them, yours above the reference's, with the figure code of the course site; returns the
+    line that says where the picture is, or why there is none."""
+    spec = importlib.util.spec_from_file_location(
+        "make_figures", root / "docs" / "figures" / "make_figures.py")
+    if spec is None or spec.loader is None:
+        return "timeline: not drawn (docs/figures/make_figures.py is missing)"
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    out = build_dir / "profile"
+    out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for variant, program in programs.items():
+        data = out / f"{variant}_streams_timeline.csv"
+        data.unlink(missing_ok=True)
+        subprocess.run([str(program), f"--kit_timeline_csv={data}"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300,
+                       check=False)
+        if data.is_file():
+            runs.append(figures.Measured(str(data), variant,
+                                         "yours" if variant == "student" else "reference"))
+    if not runs or runs[0].gpu != "student":
+        return "timeline: not drawn (your pipeline did not run: is run() still the stub's?)"
+    svg = out / "lab07_timeline.svg"
+    figures.lab07_measured_timeline(str(svg), runs, whose="Your pipeline (then the reference's)")
+    return f"timeline: {svg} (open it in a browser)"
 
 
 def _not_run(ctx: Any, why: str) -> int:

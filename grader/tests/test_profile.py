@@ -4,6 +4,7 @@ the reasons it gives for not running.
 Run: python3 -m unittest discover -s grader/tests -t grader
 """
 import io
+import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -144,6 +145,41 @@ class NotRun(unittest.TestCase):
         for line in text.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+
+
+class Lab07Timeline(unittest.TestCase):
+    """profile 07 draws the pipelines' measured timelines (stand-in benchmarks write the CSV)."""
+
+    CSV = ("run,stream,chunk,stage,start_ms,end_ms\n"
+           "serial,0,0,copy-in,0,1\nserial,0,0,kernel,1,2\nserial,0,0,copy-out,2,3\n"
+           "pipelined,0,0,copy-in,0,1\npipelined,1,0,kernel,1,2\npipelined,1,0,copy-out,2,2.5\n"
+           "ideal,,,,0,2.4\n")
+
+    def programs(self, folder: Path, student_runs: bool) -> dict[str, Path]:
+        found = {}
+        for variant in ("student", "reference"):
+            script = folder / f"bench_{variant}"
+            writes = student_runs or variant == "reference"
+            script.write_text("#!/bin/sh\n" + (f"printf '{self.CSV}' > \"${{1#*=}}\"\n"
+                                                if writes else "exit 1\n"))
+            script.chmod(0o755)
+            found[variant] = script
+        return found
+
+    def test_yours_and_the_reference_are_drawn(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            line = profile.draw_timeline(ROOT, Path(tmp), self.programs(Path(tmp), True))
+            svg = Path(tmp) / "profile" / "lab07_timeline.svg"
+            self.assertEqual(line, f"timeline: {svg} (open it in a browser)")
+            text = svg.read_text()
+            self.assertIn("yours", text)
+            self.assertIn("reference", text)
+
+    def test_a_stub_pipeline_gets_a_reason_not_a_picture(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            line = profile.draw_timeline(ROOT, Path(tmp), self.programs(Path(tmp), False))
+            self.assertIn("not drawn", line)
+            self.assertFalse((Path(tmp) / "profile" / "lab07_timeline.svg").exists())
 
 if __name__ == "__main__":
     unittest.main()
