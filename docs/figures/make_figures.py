@@ -967,7 +967,9 @@ MEASURED = {
     "lab07_measured_timeline.svg": ("streams_timeline", lab07_measured_timeline,
                                     "Lab 07's reference pipeline on {gpus}, each stage of each "
                                     "chunk where its CUDA events put it: the chunks on one "
-                                    "stream, then over several; red: the ideal pipeline time "
+                                    "stream, then over several; red: the ideal pipeline time. "
+                                    "A stage's bar starts when its stream reaches it, so a "
+                                    "copy's bar includes its wait for the copy engine "
                                     "(bench_07_streams --kit_timeline_csv)"),
 }
 
