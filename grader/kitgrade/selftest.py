@@ -638,9 +638,9 @@ def _finish(tally: Tally, out: TextIO) -> int:
     if tally.failures:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
-        out.write(f"\n{tally.skipped} checks not run (no CUDA device, no Doxygen or Chromium, --skip-edition): "
-                  "skipped, "
-                  "not passed; --require-gpu / --require-docs make them failures\n")
+        out.write(f"\n{tally.skipped} checks not run (no CUDA device, no Doxygen or Chromium, "
+                  "--skip-edition): skipped, not passed; --require-gpu / --require-docs make "
+                  "them failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")
