@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import importlib.util
 import io
 import re
@@ -214,6 +215,9 @@ def draw_timeline(root: Path, build_dir: Path, programs: dict[str, Path]) -> str
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300,
                        check=False)
         if data.is_file():
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            data.write_text(f"# measured {stamp} from {program.name} by: kit.py profile 07\n"
+                            + data.read_text())
             runs.append(figures.Measured(str(data), variant,
                                          "yours" if variant == "student" else "reference"))
     if not runs or runs[0].gpu != "student":
