@@ -810,10 +810,13 @@ def grouped_bars(path, title, gpus, key, xlabels, value, label, ylabel, xtitle="
         ceilings, colours = ceilings[:1], [DARK]
     else:
         colours = [GPU_COLOURS[j % len(GPU_COLOURS)] for j in range(len(gpus))]
-    for j, c in enumerate(ceilings):
-        y = y0 + ph - c / vmax * ph
+    placed = []  # the names' baselines so far: close ceilings get their names 14 px apart
+    for j in sorted(range(len(ceilings)), key=lambda j: -ceilings[j]):
+        y = y0 + ph - ceilings[j] / vmax * ph
         s.line(x0, y, x0 + pw, y, stroke=colours[j], sw=1.5, dash="6,4")
-        s.text(x0 + pw + 6, y + 4, ceiling_name(gpus[j]), size=12, fill=colours[j])
+        ty = max([y + 4] + [t + 14 for t in placed])
+        placed.append(ty)
+        s.text(x0 + pw + 6, ty, ceiling_name(gpus[j]), size=12, fill=colours[j])
     s.line(x0, y0, x0, y0 + ph, sw=1.5)
     s.line(x0, y0 + ph, x0 + pw, y0 + ph, sw=1.5)
     if xtitle:
