@@ -21,6 +21,7 @@
 
 #include "gemm_baselines.cuh"
 #include "kit/check.h"
+#include "kit/diagnose.h"
 #include "kit/test.h"
 #include "remote.h"
 #include "tiling.h"
@@ -176,6 +177,16 @@ struct Kernel {
 const Kernel kTiled{"matmul_tiled", lab04::matmul_tiled, tiled_ownership};
 const Kernel kBlocked{"matmul_blocked", lab04::matmul_blocked, blocked_ownership};
 
+// The race note (kit/diagnose.h) for `kernel`'s wrong product `c` of the operands in `op`.
+std::string race_check(const Kernel& kernel, const Operands& op, const kit::GuardedBuffer<float>& c) {
+  return kit::race_check(c.download(), [&] {
+    kit::GuardedBuffer<float> again(c.size());
+    kernel.run(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), again.data(), 0);
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    return again.download();
+  });
+}
+
 // Runs `kernel` on fresh random operands of shape `s` and checks it against the double-precision
 // host product; the inputs must come back unchanged.
 void check_against_host(const Kernel& kernel, const Shape3& s) {
@@ -187,7 +198,8 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
   const std::string what = std::string(kernel.name) + " " + s.name();
-  EXPECT_TRUE(product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership()));
+  const auto result = product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership());
+  EXPECT_TRUE(result) << (result ? "" : race_check(kernel, op, c));
   EXPECT_TRUE(kit::input_unchanged("A", op.d_a, op.a));
   EXPECT_TRUE(kit::input_unchanged("B", op.d_b, op.b));
 }
@@ -221,7 +233,9 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   kit::GuardedBuffer<float> c(std::size_t(op.s.m) * op.s.n);
   kernel.run(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return matches_cublas(kernel, op, c, cublas, when);
+  auto result = matches_cublas(kernel, op, c, cublas, when);
+  if (!result) result << race_check(kernel, op, c);
+  return result;
 }
 
 // ---- Step 1: the index arithmetic, on the host --------------------------------------------------
