@@ -13,7 +13,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from kitgrade import check, cli, protocol, thresholds
+from kitgrade import check, cli, thresholds
 from kitgrade.build import BuildError
 from kitgrade.manifest import load_manifest
 
@@ -195,12 +195,10 @@ class CheckCopyTest(unittest.TestCase):
 
     def test_only_a_step_of_sanitizer_tests_needs_no_todo_region(self) -> None:
         lab = load_manifest(self.root / "grader" / "labs.json").find_lab("02_bounds")
-        step = lab.find_step("bounds.4")
-        spec = protocol.TestSpec("X.Y", "bounds.4", "memcheck", 1, "title")
-        self.assertTrue(check._sanitizer_step(step, [spec]))
-        gpu = protocol.TestSpec("X.Z", "bounds.4", "gpu", 1, "title")
-        self.assertFalse(check._sanitizer_step(step, [spec, gpu]))
-        self.assertFalse(check._sanitizer_step(step, None), "unlisted: a TODO is asked for")
+        self.assertEqual(check.sanitizer_steps(self.root, lab), {"bounds.5"})
+        self.edit("grader/02_bounds/test_bounds.cu", '"bounds.5", memcheck,', '"bounds.5", gpu,')
+        self.assertIn(f"{self.stubs('02_bounds')}/: no TODO(bounds.5) region in any stub",
+                      "\n".join(self.new_problems()))
 
     def test_a_hand_copied_handout_table(self) -> None:
         self.append("docs/labs/01_indexing.md",
