@@ -15,8 +15,9 @@ What it proves, in order:
 6. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
 7. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
-   breaks, keeps the others, and gets a message that points at the mistake, and every known-right
-   alternative (an entry named right_*, which loses nothing) gets full marks;
+   breaks, keeps the others, and gets a message that points at the mistake (those whose outputs
+   are right lose only a step graded under compute-sanitizer, with the tool's report), and every
+   known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
 9. the documentation site builds without a warning, every figure its pages show is in it
