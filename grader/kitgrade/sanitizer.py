@@ -86,10 +86,11 @@ def graded_prefix(sanitizer: str, tool: str, log: Path) -> list[str]:
 def _options(sanitizer: str) -> frozenset[str]:
     """The options `sanitizer --help` names (none when it cannot say): older releases lack some."""
     try:
-        text = subprocess.run([sanitizer, "--help"], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, errors="replace", timeout=60).stdout
+        proc = subprocess.run([sanitizer, "--help"], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
+    text = proc.stdout + proc.stderr
     return frozenset(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text))
 
 
