@@ -80,6 +80,10 @@ const char* kind_name(kit::Kind kind) {
     case kit::Kind::gpu: return "gpu";
     case kit::Kind::timed: return "timed";
     case kit::Kind::perf: return "perf";
+    case kit::Kind::memcheck: return "memcheck";
+    case kit::Kind::racecheck: return "racecheck";
+    case kit::Kind::synccheck: return "synccheck";
+    case kit::Kind::initcheck: return "initcheck";
   }
   return "host";
 }

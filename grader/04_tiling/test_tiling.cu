@@ -5,8 +5,8 @@
 //   build/bin/grade_04_tiling --gtest_filter='TilingHost*'   the index checks: no GPU needed
 //
 // Steps: 1 the index arithmetic of a tiled multiply (host), 2 the tiled matmul, 3 the register-
-// blocked matmul, perf both against cuBLAS FP32 (pedantic: no TF32) and step 2 against a naive
-// coalesced kernel, all measured in this run at 4096^3.
+// blocked matmul, 4 both under racecheck and synccheck, perf both against cuBLAS FP32 (pedantic:
+// no TF32) and step 2 against a naive coalesced kernel, all measured in this run at 4096^3.
 //
 // Correctness: every product is compared element by element with a bound on FP32 rounding that
 // holds for any order of summation (see product_bound): with a double-precision host product for
@@ -413,6 +413,34 @@ KIT_TEST(TiledLarge, MatchesCublas, "tiling.2", gpu, 4,
 KIT_TEST(BlockedLarge, MatchesCublas, "tiling.3", gpu, 4,
          "matmul_blocked matches cuBLAS on 2048x2048x2048 and 1531x2047x1999") {
   check_large(kBlocked);
+}
+
+// ---- Step 4: no race, no barrier out of step ----------------------------------------------------
+
+// Both products once more, under compute-sanitizer (the runner runs each test under its tool), on
+// a shape with edge blocks and interior ones and several phases of either kernel's tiles, so that
+// every barrier of the phase loop is passed by every kind of block. racecheck reports a
+// shared-memory access that no barrier orders against another thread's: a barrier missing or in the
+// wrong place, or a warp that reads what its own threads wrote with nothing in between. synccheck
+// reports a __syncthreads() that some threads of a block, or of a warp, do not reach. Either may
+// leave every sum right on the GPU the tests ran on, and be wrong on the next one.
+const Shape3 kSanitizedShape{129, 127, 130};
+
+class TilingRaces : public kit::GpuTest {};
+class TilingBarriers : public kit::GpuTest {};
+
+KIT_TEST(TilingRaces, NoSharedMemoryHazard, "tiling.4", racecheck, 2,
+         "under racecheck, matmul_tiled and matmul_blocked get 129x127x130 right, and no thread's "
+         "shared-memory access races another's") {
+  check_against_host(kTiled, kSanitizedShape);
+  check_against_host(kBlocked, kSanitizedShape);
+}
+
+KIT_TEST(TilingBarriers, EveryBarrierReachedByTheWholeBlock, "tiling.4", synccheck, 2,
+         "under synccheck, matmul_tiled and matmul_blocked get 129x127x130 right, and every thread "
+         "of a block reaches each __syncthreads()") {
+  check_against_host(kTiled, kSanitizedShape);
+  check_against_host(kBlocked, kSanitizedShape);
 }
 
 // ---- Performance: 4096^3 against cuBLAS FP32 and the naive kernel --------------------------------

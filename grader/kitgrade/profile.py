@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol, runner, sanitize, submission
+from . import protocol, runner, sanitizer, submission
 from .build import BuildError, ensure_built
 from .context import SUBMISSION_BUILD, UsageError, default_build_dir, find_lab
 
@@ -242,7 +242,7 @@ def worker_name(lab_id: str, variant: str) -> str:
 
 
 def find_ncu() -> str | None:
-    return sanitize.find_cuda_tool("ncu")
+    return sanitizer.find_cuda_tool("ncu")
 
 
 def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,

@@ -108,7 +108,7 @@ def list_tests(binary: Path, lab: str, variant: str, steps: Collection[str],
         raise ProtocolError(f"--kit_list did not finish within {PROBE_TIMEOUT_S:g} s")
     if returncode != 0:
         detail = _last_line(stderr) or _last_line(stdout)
-        raise ProtocolError(f"--kit_list {_exit_text(returncode)}" + (f": {detail}" if detail else ""))
+        raise ProtocolError(f"--kit_list {exit_text(returncode)}" + (f": {detail}" if detail else ""))
     return parse_listing(stdout, lab, variant, steps)
 
 
@@ -165,7 +165,7 @@ def query_device(binary: Path) -> dict[str, Any]:
         return {"available": False, "reason": f"could not query the device: {err}"}
     if returncode != 0:
         why = (f"did not finish within {PROBE_TIMEOUT_S:g} s" if returncode is None
-               else _exit_text(returncode))
+               else exit_text(returncode))
         return {"available": False, "reason": f"could not query the device: --kit_device {why}"}
     try:
         data = json.loads(stdout)
@@ -206,7 +206,7 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
 
     left = list(test_ids)
     while left:
-        blame = _run_process(binary, left, seed, timeout_s, extra, give, stop)
+        blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop)
         left = [t for t in left if t not in outcomes]
         if left and blame is not None:
             give(left[0], blame)
@@ -216,13 +216,37 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     return outcomes
 
 
+WRAPPED_GRACE_S = 60.0
+"""A test run through a tool (run_alone's `prefix`: compute-sanitizer) may take this much longer
+than its limit: the tool starts, and reports, in seconds."""
+
+
+def run_alone(binary: Path, test_id: str, seed: int, timeout_s: float, extra: Sequence[str],
+              prefix: Sequence[str]) -> tuple[Outcome, int | None]:
+    """Runs one test in a process of its own, started through `prefix` (a command that runs the
+    binary and exits with its own status, such as compute-sanitizer), and waits for that process
+    to end: (the test's outcome, the process's exit status, None when it was killed at the time
+    limit). The outcome comes from the authentic verdict, as for run_tests; the status is the
+    caller's to weigh."""
+    given: dict[str, Outcome] = {}
+    blame, returncode = _run_process(binary, [test_id], seed, timeout_s, extra, given.setdefault,
+                                     prefix=prefix)
+    return given.get(test_id) or blame or Outcome(Status.CRASHED, "crashed: no result"), returncode
+
+
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
                  extra: Sequence[str], give: OutcomeCallback,
-                 stop: Callable[[Outcome], bool] | None = None) -> Outcome | None:
+                 stop: Callable[[Outcome], bool] | None = None,
+                 prefix: Sequence[str] = ()) -> tuple[Outcome | None, int | None]:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
     timed out, exited early, forged a verdict), or None when nobody is to blame: every test was
-    judged, or the last one broke the CUDA context and the process ended as asked."""
+    judged, or the last one broke the CUDA context and the process ended as asked; and the
+    process's exit status (None: killed, at the time limit or once every test was judged).
+
+    With a `prefix` the process is that command with the binary's command line after it, and it
+    is waited for until it exits (or the limit passes) even once every test is judged: the caller
+    needs its exit status."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         verdicts = Path(tmp) / "verdicts"
@@ -230,12 +254,12 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         work = Path(tmp) / "work"  # the tests' working directory: whatever they write stays here
         verdicts.mkdir()
         work.mkdir()
-        argv = [str(binary.absolute()), f"--gtest_filter={':'.join(test_ids)}",
+        argv = [*prefix, str(binary.absolute()), f"--gtest_filter={':'.join(test_ids)}",
                 f"--kit_verdicts={verdicts}"]
-        limit = timeout_s
+        limit = timeout_s + (WRAPPED_GRACE_S if prefix else 0.0)
         if extra:
             argv += [*extra, f"--kit_timeout={timeout_s:g}"]
-            limit = timeout_s + JUDGE_GRACE_S
+            limit += JUDGE_GRACE_S
         wanted = set(test_ids)
         judged: set[str] = set()
         seen: set[str] = set()
@@ -277,7 +301,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             try:
                 proc, read_end = _start_with_nonce(argv, nonce, seed, out, work)
             except OSError as err:
-                return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}")
+                return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}"), None
         try:
             returncode: int | None = None
             forged: str | None = None
@@ -287,7 +311,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 except subprocess.TimeoutExpired:
                     returncode = None
                 forged = collect()
-                if forged is not None or judged == wanted or halted:
+                if forged is not None or halted or (judged == wanted and not prefix):
                     break
                 if returncode is not None:
                     break
@@ -302,12 +326,12 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         if forged is None:
             forged = collect()  # what was written just before the end
         if judged == wanted or (halted and forged is None):
-            return None
+            return None, returncode
         if forged is None and last_broke and returncode == CONTEXT_LOST_EXIT:
-            return None
+            return None, returncode
         outcome = judge(in_flight(), returncode, None, _tail(log, in_flight()), timeout_s, forged)
         outcome.duration_s = time.monotonic() - since
-        return outcome
+        return outcome, returncode
 
 
 CONTEXT_LOST_EXIT = 75
@@ -529,7 +553,8 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _exit_text(returncode: int) -> str:
+def exit_text(returncode: int) -> str:
+    """How a process ended: "exited with code 3", "was killed by SIGKILL"."""
     if returncode < 0:
         return f"was killed by {_signal_name(-returncode)}"
     return f"exited with code {returncode}"

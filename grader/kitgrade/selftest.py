@@ -15,8 +15,9 @@ What it proves, in order:
 6. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
 7. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
-   breaks, keeps the others, and gets a message that points at the mistake, and every known-right
-   alternative (an entry named right_*, which loses nothing) gets full marks;
+   breaks, keeps the others, and gets a message that points at the mistake (those whose outputs
+   are right lose only a step graded under compute-sanitizer, with the tool's report), and every
+   known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
 9. the documentation site builds without a warning, every figure its pages show is in it
@@ -50,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import check, reports, runner, sanitize, site_check, wrong
+from . import check, reports, runner, sanitizer, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult
@@ -473,9 +474,9 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
     if not cases:
         return
     bin_dir = build_dir / "bin"
-    sanitizer = sanitize.find_sanitizer()
-    if sanitizer is None or not gpu_available:
-        why = "compute-sanitizer not found" if sanitizer is None else "no CUDA device"
+    tool = sanitizer.find_sanitizer()
+    if tool is None or not gpu_available:
+        why = "compute-sanitizer not found" if tool is None else "no CUDA device"
         for lab, sub in cases:
             tally.add(False if gpu_needed else None,
                       f"racecheck on {lab.id} {sub.name} (not run: {why})", out)
@@ -486,8 +487,8 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                 (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
                 (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
             binary = target.binary
-            argv = sanitize.command(sanitizer, "racecheck", binary, sub.racecheck,
-                                    target.judge_args(variant))
+            argv = sanitizer.command(tool, "racecheck", binary, sub.racecheck,
+                                     target.judge_args(variant))
             what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
                     else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
             try:
@@ -499,7 +500,7 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                 continue
             summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-            hazard = proc.returncode == sanitize.ERROR_EXIT
+            hazard = proc.returncode == sanitizer.ERROR_EXIT
             tally.add(hazard == want_hazard, what, out)
             out.write(f"  {binary.name} --gtest_filter={sub.racecheck}: {summary}\n")
 

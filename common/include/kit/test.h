@@ -38,8 +38,14 @@ namespace kit {
 /// correctness on a GPU by comparing durations (e.g. a stage is as long as its work needs), so the
 /// runner runs it on its own, after the host and gpu tests, never beside another test; `perf`
 /// measures against a ceiling, also on its own, and scores only when every correctness test
-/// (host, gpu, timed) of its lab passed.
-enum class Kind { host, gpu, timed, perf };
+/// (every kind but perf) of its lab passed.
+///
+/// `memcheck`, `racecheck`, `synccheck` and `initcheck` are gpu tests that the runner runs, each in
+/// a process of its own, under compute-sanitizer's tool of that name: one passes only when its own
+/// checks pass and the tool reports nothing (docs/grading.md, "Sanitizer steps"). Without
+/// compute-sanitizer or a GPU they are not run, never passed. Keep them small: the tool starts in
+/// seconds and slows every kernel many times over.
+enum class Kind { host, gpu, timed, perf, memcheck, racecheck, synccheck, initcheck };
 
 /// The grading metadata of one test (or one parameterized test pattern).
 struct TestMeta {
@@ -141,8 +147,9 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
   [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                        \
       ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title, hidden})
 
-/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf),
-/// points and a human title, declared together.
+/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf, or a
+/// compute-sanitizer tool: memcheck, racecheck, synccheck, initcheck), points and a human title,
+/// declared together.
 #define KIT_TEST(Fixture, Name, step, kind, points, title)             \
   KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
   TEST_F(Fixture, Name)
