@@ -3,7 +3,8 @@
 
     python3 docs/screenshots.py BUILD_DOCS_HTML_DIR OUT_DIR
 
-writes OUT_DIR/index.png and one PNG for each of three handouts (1280x1600 pixels each), from
+writes OUT_DIR/index.png, one PNG for the top of each of three handouts and three further down
+(a measured figure, formulas, the previous/next links; 1280x1600 pixels each), from
 build/docs/html after `cmake --build build --target docs`. Use them to look at the theme, the
 formulas, the sidebar, the folded hints and the previous/next links without a browser of your
 own. Chromium is optional (`apt-get install chromium`, about 300 MB): without it the script says
@@ -26,6 +27,11 @@ PAGES = {  # the site's page -> the PNG
     "lab01_indexing.html": "lab01_indexing.png",
     "lab03_coalescing.html": "lab03_coalescing.png",
     "lab04_tiling.html": "lab04_tiling.png",
+    # Further down the pages (the URL's fragment scrolls there): a measured figure, formulas,
+    # a drawn figure, and the previous/next links at a handout's end.
+    "lab03_coalescing.html#lab03_sectors": "lab03_measured_figure.png",
+    "lab04_tiling.html#lab04_worked": "lab04_math.png",
+    "lab07_streams.html#lab07_answers": "lab07_end_links.png",
 }
 TIMEOUT_S = 90
 
@@ -38,13 +44,13 @@ def browser() -> str | None:
     return None
 
 
-def screenshot(chromium: str, page: Path, png: Path) -> str | None:
+def screenshot(chromium: str, url: str, png: Path) -> str | None:
     """Takes one screenshot; None when it worked, else why not."""
     with tempfile.TemporaryDirectory(prefix="kit-chromium-") as profile:
         command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                    "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
                    "--allow-file-access-from-files", "--virtual-time-budget=8000",
-                   f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={png}", page.as_uri()]
+                   f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={png}", url]
         try:
             proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
@@ -73,12 +79,14 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
     for name, png_name in PAGES.items():
-        page = html / name
+        file, _, fragment = name.partition("#")
+        page = html / file
         if not page.is_file():
             print(f"screenshots: {page} does not exist", file=sys.stderr)
             failed += 1
             continue
-        why = screenshot(chromium, page, out / png_name)
+        why = screenshot(chromium, page.as_uri() + (f"#{fragment}" if fragment else ""),
+                         out / png_name)
         if why:
             print(f"screenshots: {name}: {why}", file=sys.stderr)
             failed += 1

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace kit {
 namespace {
@@ -43,14 +44,16 @@ void* cuda_allocate(std::size_t bytes) {
   return p;
 }
 void cuda_release(void* p) noexcept { cudaFree(p); }  // a sticky error surfaces elsewhere
-DeviceAllocator allocator{&cuda_allocate, &cuda_release};
+std::size_t cuda_extent(std::size_t bytes) { return bytes; }
+DeviceAllocator allocator{&cuda_allocate, &cuda_release, &cuda_extent};
 }  // namespace
 
 void* device_allocate(std::size_t bytes) { return allocator.allocate(bytes); }
 void device_release(void* p) noexcept {
   if (p != nullptr) allocator.release(p);
 }
-void set_device_allocator(DeviceAllocator a) { allocator = a; }
+std::size_t device_extent(std::size_t bytes) { return allocator.extent(bytes); }
+DeviceAllocator set_device_allocator(DeviceAllocator a) { return std::exchange(allocator, a); }
 }  // namespace detail
 
 }  // namespace kit

@@ -217,6 +217,16 @@ std::string wrong_map(const Pattern& p, const Shape& s) {
   return out.str();
 }
 
+std::string race_line(std::size_t differ, std::size_t size) {
+  if (differ == 0) return "";
+  return wrap_text("likely: a race: a second run of the same inputs changed " +
+                       std::to_string(differ) + " of " + std::to_string(size) +
+                       " elements; a deterministic mistake gives the same output every time. "
+                       "Look for a missing __syncthreads() between writing shared memory and "
+                       "reading it (or overwriting it).",
+                   80, "  ");
+}
+
 }  // namespace detail
 
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent) {

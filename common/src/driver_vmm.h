@@ -62,15 +62,21 @@ inline void check(CUresult r, const char* call) {
                              std::to_string(static_cast<int>(r)) + ")");
 }
 
+/// The addresses map() reserves for `size` bytes: twice as many. Only the first half is mapped, so
+/// the bytes right after a buffer belong to no allocation, whatever the driver maps next: a kernel
+/// that reads or writes just past a buffer placed at the end of its allocation (kit::Placement)
+/// faults, and memcheck reports it, instead of reaching another buffer unseen.
+inline std::size_t reserved_span(std::size_t size) { return 2 * size; }
+
 /// Maps `handle` (`size` bytes) at a new address, readable and writable by the current device.
 inline CUdeviceptr map(CUmemGenericAllocationHandle handle, std::size_t size) {
   const Driver& d = driver();
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) throw std::runtime_error("kit: no current device");
   CUdeviceptr va = 0;
-  check(d.reserve(&va, size, 0, 0, 0), "cuMemAddressReserve");
+  check(d.reserve(&va, reserved_span(size), 0, 0, 0), "cuMemAddressReserve");
   if (const CUresult r = d.map(va, size, 0, handle, 0); r != CUDA_SUCCESS) {
-    d.address_free(va, size);
+    d.address_free(va, reserved_span(size));
     check(r, "cuMemMap");
   }
   CUmemAccessDesc access{};
@@ -79,7 +85,7 @@ inline CUdeviceptr map(CUmemGenericAllocationHandle handle, std::size_t size) {
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   if (const CUresult r = d.set_access(va, size, &access, 1); r != CUDA_SUCCESS) {
     d.unmap(va, size);
-    d.address_free(va, size);
+    d.address_free(va, reserved_span(size));
     check(r, "cuMemSetAccess");
   }
   return va;
@@ -100,7 +106,7 @@ inline CUdeviceptr map_or_release(CUmemGenericAllocationHandle handle, std::size
 inline void unmap(CUdeviceptr va, std::size_t size) noexcept {
   const Driver& d = driver();
   d.unmap(va, size);
-  d.address_free(va, size);
+  d.address_free(va, reserved_span(size));
 }
 
 }  // namespace kit::vmm

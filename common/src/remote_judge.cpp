@@ -68,9 +68,9 @@ std::map<CUdeviceptr, Allocation>& allocations() {
   return all;
 }
 
-void* shareable_allocate(std::size_t bytes) {
-  static std::uint64_t next_id = 1;
-  const vmm::Driver& d = vmm::driver();
+// What the judge's allocations are: pinned device memory of the current device that can be
+// exported as a file descriptor.
+CUmemAllocationProp shareable_prop() {
   KIT_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context, current for the driver calls
   int device = 0;
   KIT_CUDA_CHECK(cudaGetDevice(&device));
@@ -79,10 +79,23 @@ void* shareable_allocate(std::size_t bytes) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+// The size of an allocation of `bytes`: rounded up to the driver's granularity (2 MiB).
+std::size_t shareable_extent(std::size_t bytes) {
+  const CUmemAllocationProp prop = shareable_prop();
   std::size_t granularity = 0;
-  vmm::check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+  vmm::check(vmm::driver().granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
              "cuMemGetAllocationGranularity");
-  const std::size_t size = (bytes + granularity - 1) / granularity * granularity;
+  return (bytes + granularity - 1) / granularity * granularity;
+}
+
+void* shareable_allocate(std::size_t bytes) {
+  static std::uint64_t next_id = 1;
+  const vmm::Driver& d = vmm::driver();
+  const CUmemAllocationProp prop = shareable_prop();
+  const std::size_t size = shareable_extent(bytes);
   CUmemGenericAllocationHandle handle{};
   if (const CUresult r = d.create(&handle, size, &prop, 0); r != CUDA_SUCCESS) {
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
@@ -527,7 +540,7 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
     ::testing::UnitTest::GetInstance()->listeners().Append(new TestClock);
     listening = true;
   }
-  kit::detail::set_device_allocator({&shareable_allocate, &shareable_release});
+  kit::detail::set_device_allocator({&shareable_allocate, &shareable_release, &shareable_extent});
   // No process of this user may read or write the judge's memory (ptrace, /proc/PID/mem); the
   // worker runs as the same user. A root worker is kept out by its Landlock domain instead.
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

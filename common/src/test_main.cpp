@@ -78,11 +78,15 @@ std::string json_string(const std::string& s) {
 
 const char* kind_name(kit::Kind kind) {
   switch (kind) {
-    case kit::Kind::counter: return "counter";
     case kit::Kind::host: return "host";
     case kit::Kind::gpu: return "gpu";
     case kit::Kind::timed: return "timed";
     case kit::Kind::perf: return "perf";
+    case kit::Kind::memcheck: return "memcheck";
+    case kit::Kind::racecheck: return "racecheck";
+    case kit::Kind::synccheck: return "synccheck";
+    case kit::Kind::initcheck: return "initcheck";
+    case kit::Kind::counter: return "counter";
   }
   return "host";
 }

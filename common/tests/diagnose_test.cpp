@@ -178,3 +178,21 @@ TEST(Diagnose, TheLikelyLinesFit80Columns) {
 }
 
 }  // namespace
+
+TEST(Diagnose, OutputsThatChangeBetweenRunsOfTheSameInputsAreARace) {
+  const std::vector<float> first = {1, 2, 3, kit::poison_value<float>(), 5};
+  std::vector<float> again = first;
+  EXPECT_EQ(kit::race_note(first, again), "");  // the same wrong output twice: no race
+  const std::vector<float> nan_twice = {std::nanf(""), 1};
+  EXPECT_EQ(kit::race_note(nan_twice, nan_twice), "");
+  again[1] = 7;
+  again[3] = 4;
+  const std::string note = kit::race_note(first, again);
+  EXPECT_NE(note.find("likely: a race"), std::string::npos) << note;
+  EXPECT_NE(note.find("2 of 5 elements"), std::string::npos) << note;
+  EXPECT_NE(note.find("__syncthreads()"), std::string::npos) << note;
+  for (std::size_t at = 0, end; at < note.size(); at = end + 1) {
+    end = note.find('\n', at);
+    EXPECT_LE(end - at, 80u);
+  }
+}

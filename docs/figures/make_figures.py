@@ -714,8 +714,9 @@ class Measured:
     """One GPU's file of a data set: its rows, and its first comment line (when, on what GPU,
     by which command: measure.py writes it)."""
 
-    def __init__(self, path, gpu):
+    def __init__(self, path, gpu, label=None):
         self.gpu = gpu
+        self._label = label
         self.file = os.path.basename(path)
         with open(path, encoding="utf-8") as f:
             lines = [line for line in f.read().splitlines() if line.strip()]
@@ -726,7 +727,7 @@ class Measured:
 
     @property
     def label(self):
-        return self.gpu.upper()
+        return self._label or self.gpu.upper()
 
     @property
     def measured_on(self):
@@ -809,10 +810,13 @@ def grouped_bars(path, title, gpus, key, xlabels, value, label, ylabel, xtitle="
         ceilings, colours = ceilings[:1], [DARK]
     else:
         colours = [GPU_COLOURS[j % len(GPU_COLOURS)] for j in range(len(gpus))]
-    for j, c in enumerate(ceilings):
-        y = y0 + ph - c / vmax * ph
+    placed = []  # the names' baselines so far: close ceilings get their names 14 px apart
+    for j in sorted(range(len(ceilings)), key=lambda j: -ceilings[j]):
+        y = y0 + ph - ceilings[j] / vmax * ph
         s.line(x0, y, x0 + pw, y, stroke=colours[j], sw=1.5, dash="6,4")
-        s.text(x0 + pw + 6, y + 4, ceiling_name(gpus[j]), size=12, fill=colours[j])
+        ty = max([y + 4] + [t + 14 for t in placed])
+        placed.append(ty)
+        s.text(x0 + pw + 6, ty, ceiling_name(gpus[j]), size=12, fill=colours[j])
     s.line(x0, y0, x0, y0 + ph, sw=1.5)
     s.line(x0, y0 + ph, x0 + pw, y0 + ph, sw=1.5)
     if xtitle:
@@ -865,9 +869,10 @@ def lab05_reduction(path, gpus):
 STAGES = ("copy-in", "kernel", "copy-out")  # the stage column of a timeline, H K D
 
 
-def lab07_measured_timeline(path, gpus):
-    """Per GPU: the serial run's lane and the pipelined run's lanes (one per stream), each bar a
-    stage of a chunk where its events put it, and the ideal pipeline time (red)."""
+def lab07_measured_timeline(path, gpus, whose="Lab 07's reference pipeline"):
+    """Per GPU (or per build: kit.py profile 07 draws yours and the reference's): the serial
+    run's lane and the pipelined run's lanes (one per stream), each bar a stage of a chunk where
+    its events put it, and the ideal pipeline time (red)."""
     blocks = []
     for m in gpus:
         runs = {"serial": [], "pipelined": []}
@@ -883,8 +888,7 @@ def lab07_measured_timeline(path, gpus):
     chunks = max(int(r["chunk"]) for _, runs, _, _ in blocks for rs in runs.values()
                  for r in rs) + 1
     s = Svg(1000, 0, "Lab 07: a measured timeline, serial vs pipelined")  # height: at the end
-    s.heading(f"Lab 07's reference pipeline as its events recorded it: {chunks} chunks, one "
-              "stream vs several")
+    s.heading(f"{whose} as its events recorded it: {chunks} chunks, one stream vs several")
     top = 60
     for m, runs, streams, ideal in blocks:
         end = {run: max((float(r["end_ms"]) for r in rows), default=0.0)
@@ -966,7 +970,9 @@ MEASURED = {
     "lab07_measured_timeline.svg": ("streams_timeline", lab07_measured_timeline,
                                     "Lab 07's reference pipeline on {gpus}, each stage of each "
                                     "chunk where its CUDA events put it: the chunks on one "
-                                    "stream, then over several; red: the ideal pipeline time "
+                                    "stream, then over several; red: the ideal pipeline time. "
+                                    "A stage's bar starts when its stream reaches it, so a "
+                                    "copy's bar includes its wait for the copy engine "
                                     "(bench_07_streams --kit_timeline_csv)"),
 }
 

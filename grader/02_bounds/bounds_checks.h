@@ -64,11 +64,13 @@ inline ScaleShiftCase make_scale_shift_case(unsigned n) {
 }
 
 // Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out)) on a fresh
-// case of size n and checks every element, the guards and the input.
+// case of size n and checks every element, the guards and the input, which sits at the start or
+// at the end of its allocation (`input`, see kit::Placement).
 template <class Launcher>
-void check_scale_shift(Launcher launcher, unsigned n) {
+void check_scale_shift(Launcher launcher, unsigned n,
+                       kit::Placement input = kit::Placement::start) {
   const ScaleShiftCase c = make_scale_shift_case(n);
-  kit::DeviceBuffer<float> d_in(c.in);
+  kit::DeviceBuffer<float> d_in(c.in, input);
   kit::GuardedBuffer<float> d_out(n);
   const kit::Launch launch = launcher(n, c.a, c.b, d_in.data(), d_out.data());
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -84,14 +86,15 @@ inline std::string grid_name(unsigned blocks) {
 // scale_shift_grid_stride over n elements with `blocks` blocks (0: its default grid), checked as
 // check_scale_shift does; also checks that a forced grid is launched as given, and that the
 // default grid has no more blocks than the elements need. Returns the launch it used.
-inline kit::Launch check_grid_stride(unsigned n, unsigned blocks) {
+inline kit::Launch check_grid_stride(unsigned n, unsigned blocks,
+                                     kit::Placement input = kit::Placement::start) {
   kit::Launch used;
   check_scale_shift(
       [&](unsigned count, float a, float b, const float* in, float* out) {
         used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks);
         return used;
       },
-      n);
+      n, input);
   if (blocks > 0) {
     EXPECT_EQ(used.grid.x, blocks) << "a forced grid must be launched as given";
   } else {
@@ -102,8 +105,12 @@ inline kit::Launch check_grid_stride(unsigned n, unsigned blocks) {
 }
 
 // scale_shift_grid_stride in place (out == in) over n elements with `blocks` blocks (0: its
-// default grid): every element must be updated exactly once.
-inline void check_grid_stride_in_place(unsigned n, unsigned blocks) {
+// default grid): every element must be updated exactly once. `several` says how, with this grid,
+// an element comes to get several threads (the end of a failure's message).
+inline void check_grid_stride_in_place(
+    unsigned n, unsigned blocks,
+    const std::string& several =
+        "a loop that steps by less than the whole grid hands some elements to several threads") {
   const ScaleShiftCase c = make_scale_shift_case(n);
   // The data sits inside the guards: poisoned first (arming the guards), then overwritten.
   kit::GuardedBuffer<float> d_x(n);
@@ -114,8 +121,7 @@ inline void check_grid_stride_in_place(unsigned n, unsigned blocks) {
   // An element left as it was, or updated twice (a*(a*x+b)+b), is wrong here.
   EXPECT_TRUE(kit::output_matches("x (updated in place)", c.expected, d_x, kScaleShiftTolerance,
                                   kit::Shape::d1(n), launch))
-      << "each element must be handled by exactly one thread: a loop that steps by less than "
-         "the whole grid hands some elements to several threads";
+      << "each element must be handled by exactly one thread: " << several;
 }
 
 // ---- Step 2: the rank-1 update ------------------------------------------------------------------
@@ -128,8 +134,10 @@ inline std::string shape_name(const ::testing::TestParamInfo<Shape2>& info) {
   return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols);
 }
 
-// rank1_update on a fresh random rows x cols case: every element, the guards and the inputs.
-inline void check_rank1_update(unsigned rows, unsigned cols) {
+// rank1_update on a fresh random rows x cols case: every element, the guards and the inputs, which
+// sit at the start or at the end of their allocations (`inputs`, see kit::Placement).
+inline void check_rank1_update(unsigned rows, unsigned cols,
+                               kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
   const auto u = rng.floats(rows, -1, 1), v = rng.floats(cols, -1, 1);
@@ -140,7 +148,7 @@ inline void check_rank1_update(unsigned rows, unsigned cols) {
       expected[i] = static_cast<float>(double(in[i]) + double(u[r]) * v[c]);
     }
 
-  kit::DeviceBuffer<float> d_in(in), d_u(u), d_v(v);
+  kit::DeviceBuffer<float> d_in(in, inputs), d_u(u, inputs), d_v(v, inputs);
   kit::GuardedBuffer<float> d_out(in.size());
   const kit::Launch launch =
       lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(), d_out.data());

@@ -6,9 +6,11 @@
 //   python3 grader/kit.py sanitize 02 --tool memcheck   the correctness tests under memcheck
 //
 // Steps: 1 the tail of a 1D launch, 2 both ragged edges of a 2D launch, 3 grid-stride loops over
-// grids of any size, 4 rejecting invalid launch configurations, perf a grid-stride kernel against
-// the device copy bandwidth. Every output sits between guard regions and starts poisoned, so a
-// write past either end is reported by its offset and an element nothing wrote by its index.
+// grids of any size, 4 rejecting invalid launch configurations, 5 the kernels of steps 1-3 and
+// perf under memcheck, perf a grid-stride kernel against the device copy bandwidth. Every output
+// sits between guard regions and starts poisoned, so a write past either end is reported by its
+// offset and an element nothing wrote by its index.
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -139,6 +141,40 @@ KIT_TEST_P(GridStrideInPlace, UpdatesEachElementExactlyOnce, "bounds.3", gpu, 2,
 
 INSTANTIATE_TEST_SUITE_P(Sizes, GridStrideInPlace, ::testing::Values(1000u, (1u << 20) + 7),
                          size_name);
+
+// A grid of 2^24 - 3072 blocks: 2^32 - 786432 threads, so one trip of the loop reaches all but
+// the last 786432 indices below 2^32. Thread t of the first 2^20 + 7 handles element t, and its
+// next index, t + 4294180864, is past n: its loop ends. With a 32-bit index, that sum passes
+// 2^32 - 1 for every t >= 786432 and wraps round to t - 786432, an element thread t - 786432
+// has already updated, which is then updated again (once only: n <= 2 * 786432). The wrap needs
+// no more memory than any other test: n is small, the grid is what is huge. Most of its threads
+// have no element and leave at once.
+constexpr unsigned kWrapN = (1u << 20) + 7;
+constexpr unsigned kWrapBlocks = (1u << 24) - 3072;
+constexpr unsigned kWrapShort = 786432;  // 2^32 minus the grid's threads
+static_assert((1ull << 32) - std::uint64_t{kWrapBlocks} * lab02::kBlock1d == kWrapShort,
+              "the grid is 786432 threads short of 2^32");
+static_assert(kWrapShort < kWrapN && kWrapN <= 2ull * kWrapShort,
+              "a 32-bit index wraps, once, for the threads from 786432 to n - 1");
+
+class GridStrideHugeGrid : public kit::GpuTest {};
+
+KIT_TEST(GridStrideHugeGrid, IndexDoesNotWrapPast2To32, "bounds.3", gpu, 2,
+         "scale_shift_grid_stride in place on 2^20 + 7 elements with 2^24 - 3072 blocks "
+         "(2^32 - 786432 threads): a thread's second index passes 2^32 - 1 and must end its loop, "
+         "not wrap round to an element of another thread") {
+  SCOPED_TRACE("scale_shift_grid_stride in place on n = " + std::to_string(kWrapN) + " with " +
+               grid_name(kWrapBlocks));
+  const std::string threads = std::to_string((1ull << 32) - kWrapShort);
+  const std::string short_of = std::to_string(kWrapShort);
+  check_grid_stride_in_place(
+      kWrapN, kWrapBlocks,
+      "with " + threads + " threads, thread t's second index, t + " + threads +
+          ", passes 2^32 - 1 for t >= " + short_of +
+          "; an index of 32 bits (unsigned i) wraps round to t - " + short_of +
+          ", an element already updated, and updates it again.\nKeep the index and the stride in "
+          "std::size_t.");
+}
 
 // ---- Step 4 ------------------------------------------------------------------------------------
 
@@ -331,6 +367,49 @@ KIT_TEST(LaunchConfig, RefusedLaunchThrows, "bounds.4", gpu, 2,
   const cudaError_t pending = outcome.left_pending;
   EXPECT_EQ(pending, cudaSuccess) << "the refused launch's error " << cudaGetErrorName(pending)
                                   << " was left behind, for the next CUDA call to report";
+}
+
+// ---- Step 5 ------------------------------------------------------------------------------------
+
+// The kernels of steps 1 to 3 and of the performance step once more, under compute-sanitizer's
+// memcheck (the runner runs this test under it), every input placed at the end of its allocation:
+// a read past an input leaves the allocation, where memcheck reports it, instead of reading the
+// slack of a 2 MiB page unseen. The guards see a write past the output; only memcheck sees a read.
+// Sizes are whole multiples of 4 floats (an input placed at the end then starts aligned for
+// float4 loads) and still leave partial blocks: 1000 elements in blocks of 256 (24 threads past
+// the end), one block that loops 4 times, 1000 in the fast kernel's tiles of 1024; a 12 x 36
+// matrix under blocks of 32 x 8 overhangs by 4 rows and 28 columns.
+class BoundsMemcheck : public kit::GpuTest {};
+
+KIT_TEST(BoundsMemcheck, NoKernelTouchesMemoryOutsideItsBuffers, "bounds.5", memcheck, 4,
+         "under memcheck, scale_shift, rank1_update, scale_shift_grid_stride and scale_shift_fast "
+         "read and write nothing outside their buffers (each input ends its allocation)") {
+  constexpr unsigned n = 1000;
+  constexpr auto kAtEnd = kit::Placement::end;
+  {
+    SCOPED_TRACE("scale_shift");
+    check_scale_shift(
+        [](unsigned count, float a, float b, const float* in, float* out) {
+          return lab02::scale_shift(count, a, b, in, out);
+        },
+        n, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("rank1_update, 12 x 36");
+    check_rank1_update(12, 36, kAtEnd);
+  }
+  for (const unsigned blocks : {1u, 0u}) {
+    SCOPED_TRACE("scale_shift_grid_stride with " + grid_name(blocks));
+    check_grid_stride(n, blocks, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("scale_shift_fast");
+    check_scale_shift(
+        [](unsigned count, float a, float b, const float* in, float* out) {
+          return lab02::scale_shift_fast(count, a, b, in, out);
+        },
+        n, kAtEnd);
+  }
 }
 
 // ---- Performance -------------------------------------------------------------------------------

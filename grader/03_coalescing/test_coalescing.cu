@@ -28,6 +28,7 @@
 #include "access_model.h"
 #include "coalescing.h"
 #include "kit/check.h"
+#include "kit/diagnose.h"
 #include "kit/test.h"
 #include "remote.h"
 
@@ -753,10 +754,17 @@ void check_transpose(const char* name, TransposeFn transpose, Rc s) {
     }
     return s_out.str();
   };
-  EXPECT_TRUE(matches(std::string(name) + " out (" + std::to_string(s.cols) + " x " +
-                          std::to_string(s.rows) + ")",
-                      expected, d_out, kit::Tolerance::exact("a transpose moves values unchanged"),
-                      kit::Shape::d2(s.cols, s.rows), came_from));
+  const auto result =
+      matches(std::string(name) + " out (" + std::to_string(s.cols) + " x " +
+                  std::to_string(s.rows) + ")",
+              expected, d_out, kit::Tolerance::exact("a transpose moves values unchanged"),
+              kit::Shape::d2(s.cols, s.rows), came_from);
+  EXPECT_TRUE(result) << (result ? "" : kit::race_check(d_out.download(), [&] {
+    kit::GuardedBuffer<float> again(in.size());
+    transpose(s.rows, s.cols, d_in.data(), again.data(), 0);
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    return again.download();
+  }));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
 }
 

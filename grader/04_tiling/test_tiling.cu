@@ -5,8 +5,8 @@
 //   build/bin/grade_04_tiling --gtest_filter='TilingHost*'   the index checks: no GPU needed
 //
 // Steps: 1 the index arithmetic of a tiled multiply (host), 2 the tiled matmul, 3 the register-
-// blocked matmul, perf both against cuBLAS FP32 (pedantic: no TF32) and step 2 against a naive
-// coalesced kernel, all measured in this run at 4096^3.
+// blocked matmul, 4 both under racecheck and synccheck, perf both against cuBLAS FP32 (pedantic:
+// no TF32) and step 2 against a naive coalesced kernel, all measured in this run at 4096^3.
 //
 // Correctness: every product is compared element by element with a bound on FP32 rounding that
 // holds for any order of summation (see product_bound): with a double-precision host product for
@@ -24,6 +24,7 @@
 
 #include "gemm_baselines.cuh"
 #include "kit/check.h"
+#include "kit/diagnose.h"
 #include "kit/test.h"
 #include "remote.h"
 #include "tiling.h"
@@ -179,6 +180,16 @@ struct Kernel {
 const Kernel kTiled{"matmul_tiled", lab04::matmul_tiled, tiled_ownership};
 const Kernel kBlocked{"matmul_blocked", lab04::matmul_blocked, blocked_ownership};
 
+// The race note (kit/diagnose.h) for `kernel`'s wrong product `c` of the operands in `op`.
+std::string race_check(const Kernel& kernel, const Operands& op, const kit::GuardedBuffer<float>& c) {
+  return kit::race_check(c.download(), [&] {
+    kit::GuardedBuffer<float> again(c.size());
+    kernel.run(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), again.data(), 0);
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    return again.download();
+  });
+}
+
 // Runs `kernel` on fresh random operands of shape `s` and checks it against the double-precision
 // host product; the inputs must come back unchanged.
 void check_against_host(const Kernel& kernel, const Shape3& s) {
@@ -190,7 +201,8 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
   const std::string what = std::string(kernel.name) + " " + s.name();
-  EXPECT_TRUE(product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership()));
+  const auto result = product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership());
+  EXPECT_TRUE(result) << (result ? "" : race_check(kernel, op, c));
   EXPECT_TRUE(kit::input_unchanged("A", op.d_a, op.a));
   EXPECT_TRUE(kit::input_unchanged("B", op.d_b, op.b));
 }
@@ -224,7 +236,9 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   kit::GuardedBuffer<float> c(std::size_t(op.s.m) * op.s.n);
   kernel.run(op.s.m, op.s.n, op.s.k, op.d_a.data(), op.d_b.data(), c.data(), 0);
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return matches_cublas(kernel, op, c, cublas, when);
+  auto result = matches_cublas(kernel, op, c, cublas, when);
+  if (!result) result << race_check(kernel, op, c);
+  return result;
 }
 
 // ---- Step 1: the index arithmetic, on the host --------------------------------------------------
@@ -418,6 +432,34 @@ KIT_TEST(TiledCounters, TileAccessesHaveNoBankConflict, "tiling.2", counter, 3,
 KIT_TEST(BlockedLarge, MatchesCublas, "tiling.3", gpu, 4,
          "matmul_blocked matches cuBLAS on 2048x2048x2048 and 1531x2047x1999") {
   check_large(kBlocked);
+}
+
+// ---- Step 4: no race, no barrier out of step ----------------------------------------------------
+
+// Both products once more, under compute-sanitizer (the runner runs each test under its tool), on
+// a shape with edge blocks and interior ones and several phases of either kernel's tiles, so that
+// every barrier of the phase loop is passed by every kind of block. racecheck reports a
+// shared-memory access that no barrier orders against another thread's: a barrier missing or in the
+// wrong place, or a warp that reads what its own threads wrote with nothing in between. synccheck
+// reports a __syncthreads() that some threads of a block, or of a warp, do not reach. Either may
+// leave every sum right on the GPU the tests ran on, and be wrong on the next one.
+const Shape3 kSanitizedShape{129, 127, 130};
+
+class TilingRaces : public kit::GpuTest {};
+class TilingBarriers : public kit::GpuTest {};
+
+KIT_TEST(TilingRaces, NoSharedMemoryHazard, "tiling.4", racecheck, 2,
+         "under racecheck, matmul_tiled and matmul_blocked get 129x127x130 right, and no thread's "
+         "shared-memory access races another's") {
+  check_against_host(kTiled, kSanitizedShape);
+  check_against_host(kBlocked, kSanitizedShape);
+}
+
+KIT_TEST(TilingBarriers, EveryBarrierReachedByTheWholeBlock, "tiling.4", synccheck, 2,
+         "under synccheck, matmul_tiled and matmul_blocked get 129x127x130 right, and every thread "
+         "of a block reaches each __syncthreads()") {
+  check_against_host(kTiled, kSanitizedShape);
+  check_against_host(kBlocked, kSanitizedShape);
 }
 
 // ---- Performance: 4096^3 against cuBLAS FP32 and the naive kernel --------------------------------

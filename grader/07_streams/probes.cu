@@ -34,7 +34,7 @@ struct HostSet {
   std::vector<float> pageable_in, pageable_out;
   float* in = nullptr;
   float* out_storage = nullptr;  ///< guard + n + guard floats
-  std::vector<float> at_return;  ///< h_out's storage when run() returned (run_pipeline)
+  std::vector<float> at_return;  ///< h_out's storage when run() ended (run_pipeline_to_end)
 
   std::size_t storage_size() const { return n + 2 * guard; }
   float* out() const { return out_storage + guard; }
@@ -61,6 +61,14 @@ HostSet& host_set(int id) {
   if (found == registry().host_sets.end())
     throw std::logic_error("kit probe: no host buffers " + std::to_string(id) + " in this worker");
   return *found->second;
+}
+
+/// Buffers `id` with both h_in and h_out (not so: make_pinned_buffers returned something else).
+HostSet& usable_host_set(int id) {
+  HostSet& set = host_set(id);
+  if (set.in == nullptr || set.out_storage == nullptr)
+    throw std::logic_error("kit probe: host buffers " + std::to_string(id) + " are not usable");
+  return set;
 }
 
 lab07::Pipeline& pipeline(int id) {
@@ -255,22 +263,41 @@ int lab07_probe::open_pipeline(std::size_t capacity, int num_streams) {
   return id;
 }
 
-lab07::Timeline lab07_probe::run_pipeline(int pipeline_id, int buffers, int chunks, int iterations,
-                                          bool snapshot) {
-  lab07::Pipeline& p = pipeline(pipeline_id);
-  HostSet& set = host_set(buffers);
-  if (set.in == nullptr || set.out_storage == nullptr)
-    throw std::logic_error("kit probe: run_pipeline on buffers that are not usable");
+lab07::Timeline lab07_probe::run_pipeline(int pipeline_id, int buffers, int chunks,
+                                          int iterations) {
+  HostSet& set = usable_host_set(buffers);
   set.at_return.clear();
-  lab07::Timeline timeline = p.run(set.in, set.out(), set.n, chunks, iterations);
-  if (snapshot) set.at_return.assign(set.out_storage, set.out_storage + set.storage_size());
-  return timeline;
+  return pipeline(pipeline_id).run(set.in, set.out(), set.n, chunks, iterations);
+}
+
+lab07_probe::RunEnd lab07_probe::run_pipeline_to_end(int pipeline_id, int buffers, int chunks,
+                                                     int iterations) {
+  lab07::Pipeline& p = pipeline(pipeline_id);
+  HostSet& set = usable_host_set(buffers);
+  RunEnd end;
+  try {
+    p.run(set.in, set.out(), set.n, chunks, iterations);
+  } catch (const std::invalid_argument& e) {
+    end = {Ended::invalid_argument, e.what()};
+  } catch (const std::exception& e) {
+    end = {Ended::other_exception, e.what()};
+  }
+  set.at_return.assign(set.out_storage, set.out_storage + set.storage_size());
+  // The error a failed call in run() left pending (cudaEventElapsedTime's "not ready", say) is
+  // told by its exception; cleared, so that the worker does not report it again as a CUDA error
+  // of its own. A sticky error stays, and the worker still reports it.
+  if (end.ended != Ended::returned) cudaGetLastError();
+  return end;
+}
+
+void lab07_probe::require_pinned_buffers(int buffers) {
+  HostSet& set = usable_host_set(buffers);
+  lab07::require_pinned(set.in, "h_in");
+  lab07::require_pinned(set.out(), "h_out");
 }
 
 lab07_probe::HostContents lab07_probe::read_buffers(int buffers, bool with_in) {
-  HostSet& set = host_set(buffers);
-  if (set.in == nullptr || set.out_storage == nullptr)
-    throw std::logic_error("kit probe: read_buffers on buffers that are not usable");
+  HostSet& set = usable_host_set(buffers);
   HostContents contents;
   if (with_in) contents.in.values.assign(set.in, set.in + set.n);
   contents.out.values.assign(set.out_storage, set.out_storage + set.storage_size());

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kit/remote.h"
@@ -103,15 +104,37 @@ void poison_output(int buffers);
 int open_pipeline(std::size_t capacity, int num_streams);
 
 /// Pipeline `pipeline`'s run(h_in, h_out, n, chunks, iterations) on buffers `buffers` (n is
-/// theirs). With `snapshot`, h_out as it is the moment run() returns is kept for read_buffers (the
-/// worker waits for the device only after the call).
-lab07::Timeline run_pipeline(int pipeline, int buffers, int chunks, int iterations, bool snapshot);
+/// theirs); an exception from run() reaches the judge as the call's own.
+lab07::Timeline run_pipeline(int pipeline, int buffers, int chunks, int iterations);
+
+/// How a run() of run_pipeline_to_end ended.
+enum class Ended : std::uint8_t {
+  returned = 1,          ///< returned normally
+  invalid_argument = 2,  ///< threw std::invalid_argument (it refused its arguments)
+  other_exception = 3,   ///< threw another std::exception
+};
+
+struct RunEnd {
+  Ended ended = Ended::returned;
+  std::string what;  ///< the exception's message (empty when run() returned)
+};
+
+/// The same run() for the tests of step 2, which check h_out and not the timeline: run() is steps
+/// 2 and 3, and its end, read_timeline, is step 3's. So an exception from run() is caught here
+/// and reported as data, and h_out as it is the moment run() ends (returns or throws) is kept for
+/// read_buffers (the worker waits for the device only after the call): an exception thrown once
+/// h_out is complete is step 3's to report, one thrown before is step 2's.
+RunEnd run_pipeline_to_end(int pipeline, int buffers, int chunks, int iterations);
+
+/// lab07::require_pinned(h_in, "h_in") and then (h_out, "h_out") on buffers `buffers`: what run()
+/// does first, without the rest of run() (steps 2 and 3).
+void require_pinned_buffers(int buffers);
 
 /// The contents of buffers `buffers`.
 struct HostContents {
   Floats in;         ///< h_in (empty unless asked for)
   Floats out;        ///< h_out now, with its guards for the probe's own buffers
-  Floats at_return;  ///< h_out as run_pipeline(..., snapshot) found it (empty without one)
+  Floats at_return;  ///< h_out as run_pipeline_to_end found it when run() ended (else empty)
 };
 HostContents read_buffers(int buffers, bool with_in);
 
@@ -163,6 +186,21 @@ struct Codec<lab07_probe::RoundTripReport> {
   }
 };
 
+/// RunEnd holds a std::string, so it travels field by field.
+template <>
+struct Codec<lab07_probe::RunEnd> {
+  static void put(Writer& w, const lab07_probe::RunEnd& v) {
+    w.pod(v.ended);
+    w.text(v.what);
+  }
+  static lab07_probe::RunEnd get(Reader& r) {
+    lab07_probe::RunEnd v;
+    v.ended = r.pod<lab07_probe::Ended>();
+    v.what = r.text();
+    return v;
+  }
+};
+
 template <>
 struct Codec<lab07_probe::HostContents> {
   using Contents = lab07_probe::HostContents;
@@ -196,7 +234,9 @@ struct Codec<lab07_probe::HostContents> {
   X(lab07_probe, write_input, void, (int, const lab07_probe::Floats&))                     \
   X(lab07_probe, poison_output, void, (int))                                               \
   X(lab07_probe, open_pipeline, int, (std::size_t, int))                                   \
-  X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int, bool))                \
+  X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int))                      \
+  X(lab07_probe, run_pipeline_to_end, lab07_probe::RunEnd, (int, int, int, int))           \
+  X(lab07_probe, require_pinned_buffers, void, (int))                                      \
   X(lab07_probe, read_buffers, lab07_probe::HostContents, (int, bool))                     \
   X(lab07_probe, release, void, (int))                                                     \
   X(lab07_probe, perf_config, lab07::PipelineConfig, (int))

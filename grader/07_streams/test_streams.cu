@@ -148,16 +148,16 @@ class WorkerHost {
   HostOutput output() const { return read(false).now; }
 
   struct Contents {
-    std::vector<float> in;        ///< h_in (empty unless asked for)
-    HostOutput now;               ///< h_out now
-    std::vector<float> at_return; ///< h_out's storage when run() returned (WorkerPipeline::run)
+    std::vector<float> in;         ///< h_in (empty unless asked for)
+    HostOutput now;                ///< h_out now
+    std::vector<float> at_return;  ///< h_out's storage when run() ended (run_to_end)
   };
   Contents read(bool with_in) const {
     lab07_probe::HostContents c = lab07_probe::read_buffers(id_, with_in);
     return {std::move(c.in.values), HostOutput(std::move(c.out.values), n_, guard_),
             std::move(c.at_return.values)};
   }
-  /// h_out as it was when WorkerPipeline::run(..., snapshot = true) returned.
+  /// h_out as it was when the run() of WorkerPipeline::run_to_end ended.
   HostOutput at_return(Contents& c) const { return HostOutput(std::move(c.at_return), n_, guard_); }
 
  private:
@@ -176,10 +176,14 @@ class WorkerPipeline {
   WorkerPipeline(const WorkerPipeline&) = delete;
   WorkerPipeline& operator=(const WorkerPipeline&) = delete;
 
-  /// run(h_in, h_out, n, chunks, iterations) on `host`'s buffers (n is theirs). With `snapshot`,
-  /// the worker keeps h_out as it was the moment run() returned (WorkerHost::read).
-  lab07::Timeline run(WorkerHost& host, int chunks, int iterations, bool snapshot = false) {
-    return lab07_probe::run_pipeline(id_, host.id(), chunks, iterations, snapshot);
+  /// run(h_in, h_out, n, chunks, iterations) on `host`'s buffers (n is theirs).
+  lab07::Timeline run(WorkerHost& host, int chunks, int iterations) {
+    return lab07_probe::run_pipeline(id_, host.id(), chunks, iterations);
+  }
+  /// The same run() for step 2's tests: how it ended, exception included, and the worker keeps
+  /// h_out as it was the moment run() ended (WorkerHost::read). See lab07_probe::RunEnd.
+  lab07_probe::RunEnd run_to_end(WorkerHost& host, int chunks, int iterations) {
+    return lab07_probe::run_pipeline_to_end(id_, host.id(), chunks, iterations);
   }
   int num_streams() const { return streams_; }
 
@@ -200,7 +204,8 @@ std::string chunk_of(std::size_t i, std::size_t n, int chunks, int streams) {
          ", c) leaves it out for every c";
 }
 
-/// Checks a guarded host output against `expected`; names the chunk of each wrong element.
+/// Checks a guarded host output against `expected`; names the chunk of each wrong element (from
+/// the student's chunk_range, step 2) when `chunks` > 0, and no chunk for step 1's round trip.
 ::testing::AssertionResult host_output_matches(const std::string& what,
                                                const std::vector<float>& expected,
                                                const HostOutput& out, int chunks, int streams) {
@@ -209,32 +214,42 @@ std::string chunk_of(std::size_t i, std::size_t n, int chunks, int streams) {
   if (!hits.empty()) problems += what + ": " + kit::describe_guard_writes(hits, out.size()) + "\n";
   const kit::Comparison cmp = kit::compare_values(expected, out.values(), kExact);
   if (!cmp.ok()) {
-    problems += kit::describe_mismatches(what, cmp, kExact, kit::Shape::d1(out.size()), nullptr);
-    problems += "\n  where the first wrong elements belong:\n";
-    for (const kit::Mismatch& m : cmp.first)
-      problems += "    element " + std::to_string(m.index) + ": " +
-                  chunk_of(m.index, out.size(), chunks, streams) + "\n";
+    problems +=
+        kit::describe_mismatches(what, cmp, kExact, kit::Shape::d1(out.size()), nullptr) + "\n";
+    if (chunks > 0) {
+      problems += "  where the first wrong elements belong:\n";
+      for (const kit::Mismatch& m : cmp.first)
+        problems += "    element " + std::to_string(m.index) + ": " +
+                    chunk_of(m.index, out.size(), chunks, streams) + "\n";
+    }
   }
   if (problems.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << problems << kit::seed_note();
 }
 
-/// Checks the output right after run() returned (`out`, as the worker found it then); run() must
-/// not return before h_out is complete. `later` is the same output once the worker had waited
-/// for the device.
+/// Checks h_out as it was the moment run() ended (`out`, as the worker found it then): run() must
+/// not return before h_out is complete. `later` is the same output once the worker had waited for
+/// the device; `end` says how run() ended. An exception thrown once h_out was complete came from
+/// the end of run(), read_timeline, which is step 3's code: step 3's tests report it.
 void expect_complete_output(const std::vector<float>& expected, const HostOutput& out,
-                            const HostOutput& later, int chunks, int streams) {
-  const ::testing::AssertionResult at_return =
+                            const HostOutput& later, int chunks, int streams,
+                            const lab07_probe::RunEnd& end) {
+  const ::testing::AssertionResult at_end =
       host_output_matches("h_out", expected, out, chunks, streams);
-  if (at_return) return;
+  if (at_end) return;
+  const bool threw = end.ended != lab07_probe::Ended::returned;
+  const std::string exception =
+      threw ? "run() threw before h_out was complete: " + end.what + "\n" : std::string();
   if (host_output_matches("h_out", expected, later, chunks, streams)) {
-    ADD_FAILURE() << "h_out was not complete when run() returned, and was a moment later: run() "
-                     "must wait until every stream has finished (cudaStreamSynchronize on each) "
-                     "before it returns\nat return: "
-                  << at_return.message();
+    ADD_FAILURE() << exception << "h_out was not complete when run() "
+                  << (threw ? "threw" : "returned")
+                  << ", and was a moment later: run() must wait until every stream has finished "
+                     "(cudaStreamSynchronize on each) before it reads the timeline and returns\n"
+                     "at the end of run(): "
+                  << at_end.message();
     return;
   }
-  ADD_FAILURE() << at_return.message();
+  ADD_FAILURE() << exception << at_end.message();
 }
 
 // ---- Pinned or not: the grader's own check ------------------------------------------------------
@@ -403,41 +418,49 @@ KIT_TEST_P(RoundTrip, QueuesOnItsStreamAndReturnsAtOnce, "streams.1", gpu, 1,
                   << "was still held by earlier work: part of your round trip ran on another "
                   << "stream (the default stream?). Pass `stream` to both cudaMemcpyAsync calls "
                   << "and to launch_work.";
-  EXPECT_TRUE(host_output_matches("h_out", expected_output(in.data(), n, iterations), h_out, 1, 1));
+  EXPECT_TRUE(host_output_matches("h_out", expected_output(in.data(), n, iterations), h_out,
+                                  /*chunks=*/0, /*streams=*/0));
   EXPECT_TRUE(report.in.values == in) << "h_in was modified";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, RoundTrip, ::testing::Values(std::size_t{1}, std::size_t{33}, kBig),
                          size_name);
 
+// Only step 1's is_pinned decides this test: run() refuses a pageable buffer in its given start
+// (require_pinned) before any code of steps 2 and 3 runs, and pinned buffers are not run at all
+// (that would run steps 2 and 3) but handed to require_pinned, run()'s first call, directly.
 KIT_TEST(PinnedMemory, RunRefusesPageableBuffers, "streams.1", gpu, 2,
          "Pipeline::run throws std::invalid_argument naming h_in or h_out when either is "
-         "pageable, and accepts pinned buffers") {
+         "pageable, and require_pinned, the first thing run() does, accepts pinned buffers") {
   constexpr std::size_t n = 1000;
   // The pipeline and the host buffers are the worker's: pinned (cudaMallocHost) or pageable
-  // (std::vector) as asked; the student's exception comes back with its type and message.
+  // (std::vector) as asked; how run() ended comes back with the exception's message.
   WorkerPipeline pipeline(n, 2);
   WorkerHost pageable_in(n, false, true), pageable_out(n, true, false), pinned(n, true, true);
   auto expect_refused = [&](WorkerHost& buffers, const std::string& name) {
-    try {
-      pipeline.run(buffers, 2, 1);
-      ADD_FAILURE() << "run() accepted a pageable " << name
+    const lab07_probe::RunEnd end = pipeline.run_to_end(buffers, 2, 1);
+    if (end.ended != lab07_probe::Ended::invalid_argument) {
+      ADD_FAILURE() << "run() "
+                    << (end.ended == lab07_probe::Ended::returned
+                            ? std::string("accepted")
+                            : "threw another exception (" + end.what + ") for")
+                    << " a pageable " << name
                     << ": it must refuse it with std::invalid_argument (see require_pinned)";
-    } catch (const std::invalid_argument& e) {
-      const std::string what = e.what();
-      EXPECT_TRUE(what.find("pageable") != std::string::npos &&
-                  what.find(name) != std::string::npos)
-          << "run() refused a pageable " << name << " with the message \"" << what
-          << "\", which should name " << name << " and say it is pageable";
+      return;
     }
+    EXPECT_TRUE(end.what.find("pageable") != std::string::npos &&
+                end.what.find(name) != std::string::npos)
+        << "run() refused a pageable " << name << " with the message \"" << end.what
+        << "\", which should name " << name << " and say it is pageable";
   };
   expect_refused(pageable_in, "h_in");
   expect_refused(pageable_out, "h_out");
   try {
-    pipeline.run(pinned, 2, 1);
+    lab07_probe::require_pinned_buffers(pinned.id());
   } catch (const std::invalid_argument& e) {
-    ADD_FAILURE() << "run() refused pinned buffers from cudaMallocHost: " << e.what()
-                  << "\n(is_pinned must say true for them)";
+    ADD_FAILURE() << "require_pinned, which run() calls first, refused pinned buffers from "
+                     "cudaMallocHost: "
+                  << e.what() << "\n(is_pinned must say true for them)";
   }
 }
 
@@ -507,16 +530,16 @@ std::string case_name(const ::testing::TestParamInfo<PipelineCase>& info) {
 
 /// Runs `pipeline` once over fresh inputs of n elements and checks the output and the input.
 /// (The pipeline and its pinned host buffers are the worker's; h_out is read there the moment
-/// run() returns, and again once the device is idle.)
+/// run() ends, and again once the device is idle.)
 void check_pipeline(WorkerPipeline& pipeline, std::size_t n, int chunks, kit::Random& rng) {
   const int iterations = static_cast<int>(rng.uniform_int(1, 16));
   const std::vector<float> in = rng.floats(n, -1, 1);
   WorkerHost host(n);
   host.write(in);
-  pipeline.run(host, chunks, iterations, /*snapshot=*/true);
+  const lab07_probe::RunEnd end = pipeline.run_to_end(host, chunks, iterations);
   WorkerHost::Contents contents = host.read(/*with_in=*/true);
   expect_complete_output(expected_output(in.data(), n, iterations), host.at_return(contents),
-                         contents.now, chunks, pipeline.num_streams());
+                         contents.now, chunks, pipeline.num_streams(), end);
   EXPECT_TRUE(contents.in == in) << "h_in was modified";
 }
 

@@ -10,8 +10,10 @@ What it checks, lab by lab:
 
 1. Steps. Every ``TODO(<id>)`` region of a stub in labs/<lab>/ (in a student edition, of the
    pristine copy in grader/stubs/<lab>/) names a step of the lab's lab.json; every step but a
-   performance step (``<name>.perf``) has at least one TODO region; every step has at least one
-   test in the grader's listing, and every listed test belongs to a step of the lab.
+   performance step (``<name>.perf``) or a sanitizer step (every KIT_TEST of it in grader/<lab>/
+   of kind memcheck, racecheck, synccheck or initcheck: it checks the code of other steps) has
+   at least one TODO region; every step has at least one test in the grader's listing, and every
+   listed test belongs to a step of the lab.
 2. Thresholds. Every key of grader/thresholds.conf is used by a grader, and every key a grader
    uses is in the file. A grader uses a key when a C++ string literal of the form
    ``"<prefix>.<snake_case>"`` appears in a source of grader/<lab>/ (``*.cu``, ``*.cpp``, ``*.h``,
@@ -55,6 +57,7 @@ from . import counters, handout, protocol, regions, runner, thresholds, wrong
 from .build import BuildError, ensure_built
 from .context import Context, ExitCode, default_build_dir
 from .manifest import Lab, Manifest, ManifestError, load_manifest
+from .model import SANITIZER_TOOLS
 
 Listings = dict[str, list[protocol.TestSpec]]
 """Lab id -> the tests its grader lists (``grade_<lab> --kit_list``)."""
@@ -219,8 +222,9 @@ def _steps(root: Path, lab: Lab, listing: list[protocol.TestSpec] | None) -> lis
                 problems.append(f"{_shown(path, root)}:{number}: TODO({region}) names no step of "
                                 f"{lab.id} ({', '.join(steps)}); use one of them, or add the step "
                                 f"to grader/{lab.id}/lab.json")
+    checked_elsewhere = sanitizer_steps(root, lab)
     for step in lab.steps:
-        if step.suffix != "perf" and step.id not in marked:
+        if step.suffix != "perf" and step.id not in marked and step.id not in checked_elsewhere:
             problems.append(f"{_shown(_stub_dir(root, lab), root)}/: no TODO({step.id}) region "
                             f"in any stub; mark the code a student writes for step {step.id} "
                             f"with one")
@@ -237,6 +241,22 @@ def _steps(root: Path, lab: Lab, listing: list[protocol.TestSpec] | None) -> lis
                             f"step of {lab.id} ({', '.join(steps)}); fix its KIT_TEST step or "
                             f"add the step to grader/{lab.id}/lab.json")
     return problems
+
+
+_DECLARED = re.compile(r"\bKIT_(?:HIDDEN_)?TEST(?:_P)?\(\s*\w+\s*,\s*\w+\s*,\s*\"([^\"]+)\"\s*,"
+                       r"\s*(\w+)\s*,")
+"""A test's declaration in a grader source: its step and its kind."""
+
+
+def sanitizer_steps(root: Path, lab: Lab) -> set[str]:
+    """The steps of `lab` whose every test, as grader/<lab>/ declares them, runs under a
+    compute-sanitizer tool: they grade the code of other steps and have no TODO region."""
+    kinds: dict[str, set[str]] = {}
+    for path in _files(root / "grader" / lab.id):
+        if path.suffix in GRADER_SOURCE_SUFFIXES:
+            for step, kind in _DECLARED.findall(path.read_text(encoding="utf-8", errors="replace")):
+                kinds.setdefault(step, set()).add(kind)
+    return {step for step, found in kinds.items() if found <= set(SANITIZER_TOOLS)}
 
 
 def _stub_dir(root: Path, lab: Lab) -> Path:

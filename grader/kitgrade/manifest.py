@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .model import SANITIZER_TOOLS
+
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 """Gradescope's visibility values; a step's value is passed through to results.json."""
 
@@ -214,9 +216,6 @@ def _parse_lab(data: Any, where: str) -> Lab:
         f"{where}.hidden_visibility")
     return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
                tuple(files), steps, bans, skips, hidden_visibility)
-
-
-SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
 
 def _parse_sanitize_skip(data: Any, where: str) -> SanitizeSkip:

@@ -12,10 +12,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-KINDS = ("host", "gpu", "timed", "perf", "counter")
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+"""compute-sanitizer's tools: what `kit.py sanitize --tool` runs, and the kinds of the tests the
+runner grades under one (each the name of its tool)."""
+
+KINDS = ("host", "gpu", "timed", "perf") + SANITIZER_TOOLS + ("counter",)
 """host: runs anywhere; gpu: correctness on a GPU; timed: correctness on a GPU judged by durations
 (run one at a time); perf: measured against a ceiling (one at a time, gated on correctness);
-counter: a GPU's hardware counters held to bars, under Nsight Compute (one at a time)."""
+memcheck, racecheck, synccheck, initcheck: correctness on a GPU under that compute-sanitizer tool
+(each test in a process of its own; it passes only when the tool reports nothing); counter: a
+GPU's hardware counters held to bars, under Nsight Compute (one at a time)."""
 
 NO_DEVICE_REASON = "no CUDA device"
 """The not_run reason a GPU test reports when the machine has no usable GPU."""
@@ -186,8 +192,8 @@ class RunResult:
     """The submission directory graded (kit.py grade --submission), or None for labs/."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each phase of runner.run took: "list" (listing, inspection, bans), "correctness"
-    (every lab's correctness tests, labs side by side), "timed", "counters" and "perf" (one at a
-    time)."""
+    (every lab's host and gpu tests, labs side by side), "sanitizer" (the tests run under
+    compute-sanitizer, a few at once), "timed", "counters" and "perf" (one at a time)."""
 
     @property
     def score(self) -> float:

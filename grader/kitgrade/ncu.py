@@ -2,7 +2,7 @@
 counter tests (kitgrade.counters): a counter as ncu metrics, the launches of ncu's CSV, why ncu
 read nothing, and kernels' names (a build's own kernels, as cuobjdump listed them).
 
-Nothing of the kit is imported here, so the runner can use it without importing the commands.
+It imports no command of the kit, so the runner can use it without importing the commands.
 """
 
 from __future__ import annotations
@@ -10,18 +10,15 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-
-TOOLKIT_BIN = Path("/usr/local/cuda/bin")
+from . import sanitizer
 
 
 def find_ncu() -> str | None:
     """Nsight Compute's command line: on PATH, else in the CUDA toolkit's usual folder."""
-    candidate = TOOLKIT_BIN / "ncu"
-    return shutil.which("ncu") or (str(candidate) if candidate.is_file() else None)
+    return sanitizer.find_cuda_tool("ncu")
 
 
 @dataclass(frozen=True)
@@ -77,6 +74,8 @@ class Launch:
 
     name: str
     raw: dict[str, float | None]
+    block: str = ""
+    """The launch's block size as ncu printed it, "(256, 1, 1)"."""
 
 
 def parse_launches(text: str) -> list[Launch]:
@@ -92,7 +91,8 @@ def parse_launches(text: str) -> list[Launch]:
         metric = row.get("Metric Name") or ""
         if not launch or not name or not metric:
             continue
-        found = launches.setdefault((row.get("Process ID") or "", launch), Launch(name, {}))
+        found = launches.setdefault((row.get("Process ID") or "", launch),
+                                    Launch(name, {}, row.get("Block Size") or ""))
         found.raw[metric] = _number(row.get("Metric Value") or "")
     return list(launches.values())
 

@@ -19,6 +19,9 @@ Exit codes: 0 tables printed, 2 usage error, 3 the build failed or a benchmark d
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.util
+import re
 import subprocess
 import textwrap
 from dataclasses import dataclass
@@ -49,6 +52,10 @@ _OCCUPANCY = Counter("sm__warps_active.avg.pct_of_peak_sustained_active",
 _THEORETICAL = Counter("sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy, %",
                        "what registers, shared memory and block size allow (lab 06's model)")
 
+ALL_KERNELS = {"06_occupancy"}
+"""Labs whose student code launches no kernel of its own: every kernel of the benchmark is shown,
+once per block size (lab 06's benchmark runs its kernels at the student's chosen block size)."""
+
 COUNTERS: dict[str, tuple[Counter, ...]] = {
     "01_indexing": (
         Counter("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -57,17 +64,18 @@ COUNTERS: dict[str, tuple[Counter, ...]] = {
         _DRAM, _SECTORS_LD),
     "02_bounds": (_DRAM, _SECTORS_LD, _SECTORS_ST),
     "03_coalescing": (
-        GLOBAL_VS_IDEAL, _SECTORS_LD, _SECTORS_ST, SHARED_VS_IDEAL, _DRAM,
+        _SECTORS_LD, _SECTORS_ST, GLOBAL_VS_IDEAL, _DRAM,
         Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "shared-memory bank conflicts on loads",
                 "0 with a padded tile; a column read of an unpadded 32 x 32 tile conflicts "
-                "32 ways")),
+                "32 ways"),
+        SHARED_VS_IDEAL),
     "04_tiling": (
-        SHARED_VS_IDEAL,
         Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "shared-memory bank conflicts on loads",
                 "reads of a tile row by a warp should not conflict; many conflicts mean a "
                 "column walk or a stride that is a multiple of 32"),
+        SHARED_VS_IDEAL,
         Counter("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
                 "FMA pipe busy, % of peak",
                 "higher is more of the time spent on arithmetic rather than waiting on memory"),
@@ -151,22 +159,61 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         return _not_run(ctx, f"no CUDA device ({device.get('reason', 'none found')})")
     found: dict[str, list[KernelCounters]] = {}
     for variant, program in programs.items():
+        # Only the lab's own kernels are profiled (matched by function name: ncu's filter),
+        # so that the benchmark's ceilings (cuBLAS, CUB, copies) use no launch of the count.
+        own = (set() if lab.id in ALL_KERNELS else
+               {demangled(n) for n in own_kernels(build_dir / "bin" / worker_name(lab.id, variant))})
         try:
-            text = run_ncu(ncu, program, counters, args.launches)
+            text = run_ncu(ncu, program, counters, args.launches, own)
         except ProfileError as err:
             return _not_run(ctx, str(err))
         except OSError as err:
             ctx.stderr.write(f"profile: {program} did not run: {err}\n")
             return 3
-        own = own_kernels(build_dir / "bin" / worker_name(lab.id, variant))
-        # Matched by function name: ncu may print kernel names demangled whatever it is asked.
-        mine = {demangled(name) for name in own}
-        found[variant] = [k for k in parse_csv(text, counters)
-                          if not own or demangled(k.name) in mine]
+        found[variant] = [k for k in parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
+                          if not own or demangled(k.name) in own]
     ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
+    if lab.id in TIMELINES:
+        ctx.stdout.write(draw_timeline(ctx.root, build_dir, programs) + "\n")
     return 0
+
+
+TIMELINES = {"07_streams"}
+"""Labs whose benchmark writes a measured timeline (--kit_timeline_csv): profile draws it."""
+
+
+def draw_timeline(root: Path, build_dir: Path, programs: dict[str, Path]) -> str:
+    """Runs each build's benchmark for its timeline (its pipeline's own CUDA events) and draws
+    them, yours above the reference's, with the figure code of the course site; returns the
+    line that says where the picture is, or why there is none."""
+    spec = importlib.util.spec_from_file_location(
+        "make_figures", root / "docs" / "figures" / "make_figures.py")
+    if spec is None or spec.loader is None:
+        return "timeline: not drawn (docs/figures/make_figures.py is missing)"
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    out = build_dir / "profile"
+    out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for variant, program in programs.items():
+        data = out / f"{variant}_streams_timeline.csv"
+        data.unlink(missing_ok=True)
+        subprocess.run([str(program), f"--kit_timeline_csv={data}"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300,
+                       check=False)
+        if data.is_file():
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            data.write_text(f"# measured {stamp} from {program.name} by: kit.py profile 07\n"
+                            + data.read_text())
+            runs.append(figures.Measured(str(data), variant,
+                                         "yours" if variant == "student" else "reference"))
+    if not runs or runs[0].gpu != "student":
+        return "timeline: not drawn (your pipeline did not run: is run() still the stub's?)"
+    svg = out / "lab07_timeline.svg"
+    figures.lab07_measured_timeline(str(svg), runs, whose="Your pipeline (then the reference's)")
+    return f"timeline: {svg} (open it in a browser)"
 
 
 def _not_run(ctx: Any, why: str) -> int:
@@ -183,21 +230,28 @@ def worker_name(lab_id: str, variant: str) -> str:
     return f"worker_{lab_id}" + ("" if variant == "student" else f"_{variant}")
 
 
-def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> list[str]:
+def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,
+            functions: set[str] = frozenset()) -> list[str]:
+    """ncu's command line; `functions`, when given, are the only kernels profiled."""
     metrics = sorted({m for c in counters for m in c.raw})
+    only = (["--kernel-name-base", "function", "--kernel-name",
+             "regex:^(" + "|".join(sorted(re.escape(f) for f in functions)) + ")$"]
+            if functions else [])
     # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
     # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
     # Metrics under their names (ncu prints a label where one exists) and in base units (it
     # scales a value to Mbyte, say, where it sees fit), as the table's ratios and names need.
     return [ncu, "--csv", "--print-kernel-base", "mangled", "--print-metric-name", "name",
-            "--print-units", "base", "--launch-count", str(launches),
+            "--print-units", "base", *only, "--launch-count", str(launches),
             "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
-def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int) -> str:
+def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,
+            functions: set[str] = frozenset()) -> str:
     if not program.is_file():
         raise OSError(f"{program} is not built")
-    proc = subprocess.run(command(ncu, program, counters, launches), stdin=subprocess.DEVNULL,
+    proc = subprocess.run(command(ncu, program, counters, launches, functions),
+                          stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", timeout=900)
     refusal = refusal_reason(proc.stdout)
@@ -206,16 +260,33 @@ def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
     return proc.stdout
 
 
-def parse_csv(text: str, counters: tuple[Counter, ...]) -> list[KernelCounters]:
+def parse_csv(text: str, counters: tuple[Counter, ...],
+              by_block: bool = False) -> list[KernelCounters]:
     """The kernels of ncu's --csv output in order of first launch, each with the counters of its
-    first profiled launch; a ratio counter "A/B" is A divided by B (absent when B is 0)."""
+    first profiled launch; a ratio counter "A/B" is A divided by B (absent when B is 0). With
+    `by_block`, one kernel at several block sizes is a kernel per size (lab 06)."""
     kernels: dict[str, KernelCounters] = {}
     for launch in parse_launches(text):
-        if launch.name not in kernels:
+        name = launch.name + (f" <<<{launch.block or '?'}>>>" if by_block else "")
+        if name not in kernels:
             values = {c.metric: c.value(launch.raw) for c in counters}
-            kernels[launch.name] = KernelCounters(
-                launch.name, {metric: v for metric, v in values.items() if v is not None})
+            kernels[name] = KernelCounters(
+                name, {metric: v for metric, v in values.items() if v is not None})
     return list(kernels.values())
+
+
+def shown(name: str) -> str:
+    """The name a table shows: the function, its integer template arguments (two instances of
+    one kernel template are two kernels) and the block size where parse_csv added it."""
+    base, _, block = name.partition(" <<<")
+    function = demangled(base)
+    rest = base[base.find(function) + len(function):] if base.startswith("_Z") else ""
+    match = re.match(r"I((?:L[a-z]+-?\d+E)+)E", rest)
+    args = re.findall(r"L[a-z]+(-?\d+)E", match.group(1)) if match else []
+    if not base.startswith("_Z") and "<" in base.split("(")[0]:
+        args = [base.split("(")[0].split("<", 1)[1].rsplit(">", 1)[0]]
+    text = function + (f"<{', '.join(args)}>" if args else "")
+    return text + (f" <<<{block}" if block else "")
 
 
 def _fmt(value: float | None) -> str:
@@ -229,11 +300,13 @@ def _fmt(value: float | None) -> str:
 def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCounters],
            reference: list[KernelCounters]) -> str:
     """One table per kernel, in 80 columns: counter, yours, the reference's, then what it means."""
-    ref = {demangled(k.name): k for k in reference}
+    # The same kernel in both builds: the same name, else the same name as shown (a student's
+    # kernel may differ from the reference's in its parameter types).
+    ref = {shown(k.name): k for k in reference} | {k.name: k for k in reference}
     lines = [f"profile {lab_id}: your kernels next to the reference's (Nsight Compute)", ""]
     for kernel in student:
-        other = ref.get(demangled(kernel.name))
-        lines.append(f"{demangled(kernel.name)[:78]}")
+        other = ref.get(kernel.name) or ref.get(shown(kernel.name))
+        lines.append(f"{shown(kernel.name)[:78]}")
         lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
         for counter in counters:
             mine = kernel.values.get(counter.metric)
@@ -242,10 +315,11 @@ def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCount
             lines += textwrap.wrap(counter.meaning, 78, initial_indent="    ",
                                    subsequent_indent="    ")
         lines.append("")
-    missing = [k.name for k in reference if k.name not in {s.name for s in student}]
+    launched = {n for k in student for n in (k.name, shown(k.name))}
+    missing = [k.name for k in reference if k.name not in launched and shown(k.name) not in launched]
     if missing:
         lines += textwrap.wrap("kernels of the reference that your build did not launch: "
-                               + ", ".join(demangled(n) for n in missing), 80,
+                               + ", ".join(shown(n) for n in missing), 80,
                                subsequent_indent="  ")
     if not student:
         lines += textwrap.wrap("none of your kernels was profiled: the lab's benchmark did "

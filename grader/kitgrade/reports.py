@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TextIO
 
-from . import counters
+from . import counters, wrong_maps
 from .model import (NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult,
                     is_correctness)
 
@@ -381,20 +382,24 @@ def render_all(run: RunResult) -> dict[str, str]:
 
 def write_reports(run: RunResult, report_dir: Path) -> list[Path]:
     """Renders everything first, then writes each file atomically; returns the paths."""
-    contents = render_all(run)
+    contents: dict[str, str | bytes] = dict(render_all(run))
+    contents.update(wrong_maps.render(t for lab in run.labs for t in lab.tests))
     report_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(report_dir / "maps", ignore_errors=True)  # no map of an earlier run stays
     paths = []
     for name, text in contents.items():
+        (report_dir / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(report_dir / name, text)
         paths.append(report_dir / name)
     return paths
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Readers see the old file or the new one, never a half-written one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

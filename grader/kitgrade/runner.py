@@ -1,21 +1,23 @@
 """Grades labs: lists each binary's tests, runs them, and applies the scoring rules.
 
-Counter tests (kind counter) run after the timed ones, one at a time, each in a process of its
-own under Nsight Compute (kitgrade.counters gives their verdicts); they neither gate the perf
-tests nor wait for them.
-
 Rules enforced here rather than in the binaries, so a student's code cannot bend them:
 the student's compiled objects are inspected before anything runs (kitgrade.inspect: calls lab
 code may not make, code that runs before main(); a refusal fails the whole lab unrun); a lab's
 banned libraries are looked for before anything runs, and the tests of the steps a
 found one bans fail without running (kitgrade.bans); the other correctness tests (host, gpu)
-of a lab may run in parallel, except its timed ones (correctness judged by durations, which a
-test beside them would disturb): those run afterwards, one at a time; its perf tests run last,
-one at a time with nothing else running, and only if every correctness test that ran passed.
+of a lab may run in parallel; its sanitizer tests (kinds memcheck, racecheck, synccheck,
+initcheck) run after those, each alone in a process under compute-sanitizer, several labs' side
+by side (kitgrade.sanitizer gives their verdicts); its timed ones (correctness judged by
+durations, which a test beside them would disturb) run afterwards, one at a time; then its
+counter tests, one at a time, each in a process of its own under Nsight Compute (kitgrade.counters
+gives their verdicts); its perf tests run last, one at a time with nothing else running, and only
+if every correctness test that ran passed (counter tests are not among them: they neither gate
+the perf tests nor wait for them).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import queue
@@ -26,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, counters, inspect, ncu, protocol, thresholds
+from . import bans, counters, inspect, ncu, protocol, sanitizer, thresholds
 from .manifest import Lab
-from .model import (NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult,
+from .model import (NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult,
                     is_correctness)
 
 VARIANT_PREFIX = {"student": "grade", "reference": "reference"}
@@ -204,6 +206,10 @@ def _digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
+SANITIZER_SESSIONS = 4
+"""compute-sanitizer runs at once, at most: each holds two processes (a judge and its worker)
+under the tool, and a GPU's memory for the tool's state."""
+
 SHARD_MIN_TESTS = 16
 """A lab's correctness tests are split over several processes only when each gets at least this
 many: a process costs a CUDA context (two, for a judge and its worker) besides its tests."""
@@ -228,6 +234,18 @@ class _Lab:
     def finish(self, spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
         self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
         self.deliver(self.by_id[spec.id])
+
+    def run_sanitized(self, spec: protocol.TestSpec, tool: str | None, gpu_available: bool) -> None:
+        """Runs one sanitizer test under its tool (`tool`: compute-sanitizer's path; None when it
+        is missing, and the test is not run, as it is without a GPU)."""
+        if not gpu_available:
+            outcome = protocol.Outcome(Status.NOT_RUN, NO_DEVICE_REASON)
+        elif tool is None:
+            outcome = protocol.Outcome(Status.NOT_RUN, sanitizer.NOT_FOUND_REASON)
+        else:
+            outcome = sanitizer.run_test(tool, spec.kind, self.target.binary, spec.id, self.seed,
+                                         self.timeout, self.extra, self.target.lab.number)
+        self.finish(spec, outcome)
 
     def failed(self) -> bool:
         """Some test of the lab ran and did not pass."""
@@ -286,18 +304,14 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
                ) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
-    many tests and --jobs allows); then, one lab at a time with nothing else on the GPU, its timed
-    tests and, if every correctness test passed, its perf tests. `timings` gets the seconds of
-    each phase (RunResult.timings)."""
+    many tests and --jobs allows); then the sanitizer tests, each in a process of its own under
+    compute-sanitizer, up to SANITIZER_SESSIONS at once; then, one lab at a time with nothing else
+    on the GPU, its timed tests, its counter tests (each under Nsight Compute) and, if every
+    correctness test passed, its perf tests. `timings` gets the seconds of each phase
+    (RunResult.timings)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
-
-    def drain() -> None:
-        while True:
-            try:
-                on_result(finished.get_nowait())
-            except queue.Empty:
-                return
+    drain = functools.partial(_drain, finished, on_result)
 
     clock = time.monotonic()
     labs: list[_Lab | LabResult] = []
@@ -311,25 +325,21 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     for lab in graded:
         tests = lab.pending(("host", "gpu"))
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
-        work += [(lab, _slice(tests, i, shards)) for i in range(shards) if tests]
-    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        futures = [pool.submit(lab.run, chunk, options.jobs) for lab, chunk in work]
-        try:
-            while not all(f.done() for f in futures):
-                try:
-                    on_result(finished.get(timeout=0.05))
-                except queue.Empty:
-                    pass
-            drain()
-            for future in futures:
-                future.result()
-        except BaseException:
-            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
-            # and leaving this block waits for the workers.
-            pool.shutdown(wait=False, cancel_futures=True)
-            protocol.kill_running()
-            raise
+        work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
+                 for i in range(shards) if tests]
+    _side_by_side(work, options.jobs, finished, on_result)
     clock = _lap(timings, "correctness", clock)
+
+    work = []
+    tool = sanitizer.find_sanitizer()
+    for lab in graded:
+        for spec in lab.pending(SANITIZER_TOOLS):
+            if lab.fail_fast and lab.failed():
+                lab.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            else:
+                work.append(functools.partial(lab.run_sanitized, spec, tool, gpu_available))
+    _side_by_side(work, min(options.jobs, SANITIZER_SESSIONS), finished, on_result)
+    clock = _lap(timings, "sanitizer", clock)
 
     for lab in graded:
         if lab.fail_fast and lab.failed():
@@ -363,6 +373,38 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab = lab.result
         results.append(lab)
     return results
+
+
+def _side_by_side(work: Sequence[Callable[[], None]], workers: int,
+                  finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -> None:
+    """Runs `work` on up to `workers` threads, passing each result in `finished` to `on_result`
+    (in this thread) as it comes."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(task) for task in work]
+        try:
+            while not all(f.done() for f in futures):
+                try:
+                    on_result(finished.get(timeout=0.05))
+                except queue.Empty:
+                    pass
+            _drain(finished, on_result)
+            for future in futures:
+                future.result()
+        except BaseException:
+            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
+            # and leaving this block waits for the workers.
+            pool.shutdown(wait=False, cancel_futures=True)
+            protocol.kill_running()
+            raise
+
+
+def _drain(finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -> None:
+    """Passes every result waiting in `finished` to `on_result`."""
+    while True:
+        try:
+            on_result(finished.get_nowait())
+        except queue.Empty:
+            return
 
 
 def _slice(tests: list[protocol.TestSpec], i: int, shards: int) -> list[protocol.TestSpec]:
@@ -435,12 +477,19 @@ def _prepare(target: LabTarget, options: RunOptions,
 def _perf(lab: _Lab, gpu_available: bool) -> None:
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
     ban never ran, so they do not close the gate); else each is not run, saying why."""
-    correctness = [s for s in lab.listing if is_correctness(s.kind) and s.id not in lab.unrun]
-    gate_open = all(lab.by_id[s.id].status is Status.PASSED for s in correctness)
-    # Closed only because a GPU was missing: say so, not that a correctness step failed.
-    gate_reason = NO_DEVICE_REASON if all(
-        lab.by_id[s.id].status is Status.PASSED or lab.by_id[s.id].lacked_device(gpu_available)
-        for s in correctness) else PERF_GATE_REASON
+    correctness = [lab.by_id[s.id] for s in lab.listing
+                   if is_correctness(s.kind) and s.id not in lab.unrun]
+    gate_open = all(t.status is Status.PASSED for t in correctness)
+    closing = [t for t in correctness
+               if t.status is not Status.PASSED and not t.lacked_device(gpu_available)]
+    # Closed only because a GPU was missing: say so, not that a correctness step failed; closed
+    # by tests that could not run (no compute-sanitizer): say why they did not.
+    if not closing:
+        gate_reason = NO_DEVICE_REASON
+    elif all(t.status is Status.NOT_RUN for t in closing):
+        gate_reason = f"correctness tests were not run ({closing[0].reason})"
+    else:
+        gate_reason = PERF_GATE_REASON
     perf = lab.pending(("perf",))
     if gate_open:
         lab.run(perf)

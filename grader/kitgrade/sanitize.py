@@ -16,18 +16,15 @@ out, 2 usage error, 3 the build failed or compute-sanitizer / the grader binary 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from . import protocol, runner
 from .build import BuildError, ensure_built
-from .manifest import SANITIZER_TOOLS
 from .context import UsageError, default_build_dir, find_lab
-
-ERROR_EXIT = 99
+from .model import SANITIZER_TOOLS
+from .sanitizer import ERROR_EXIT, command, find_sanitizer
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -112,23 +109,3 @@ def _cmd_sanitize(args: argparse.Namespace, ctx) -> int:
         clean = sum(r[4] for r in rows)
         ctx.stdout.write(f"  {clean} of {len(rows)} runs clean\n")
     return 0 if all(r[4] for r in rows) else 1
-
-
-def find_cuda_tool(name: str) -> str | None:
-    """A CUDA toolkit program on PATH, else the one in the usual toolkit folder, else None."""
-    candidate = Path("/usr/local/cuda/bin") / name
-    return shutil.which(name) or (str(candidate) if candidate.is_file() else None)
-
-
-def find_sanitizer() -> str | None:
-    return find_cuda_tool("compute-sanitizer")
-
-
-def command(sanitizer: str, tool: str, binary: Path, test_filter: str,
-            extra: Sequence[str] = ()) -> list[str]:
-    """The command line that runs `binary`'s tests matching `test_filter` under `tool`; it exits
-    with ERROR_EXIT when the tool reports an error. A judge (kit/remote.h) runs the student's code
-    in its worker, a child process: the tool follows every process, and `extra` (the judge's
-    arguments) names the worker."""
-    return [sanitizer, "--tool", tool, "--target-processes", "all", "--error-exitcode",
-            str(ERROR_EXIT), str(binary), f"--gtest_filter={test_filter}", *extra]

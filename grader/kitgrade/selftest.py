@@ -15,8 +15,9 @@ What it proves, in order:
 6. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
 7. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
-   breaks, keeps the others, and gets a message that points at the mistake, and every known-right
-   alternative (an entry named right_*, which loses nothing) gets full marks;
+   breaks, keeps the others, and gets a message that points at the mistake (those whose outputs
+   are right lose only a step graded under compute-sanitizer, with the tool's report), and every
+   known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
 9. the documentation site builds without a warning, every figure its pages show is in it
@@ -52,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import check, reports, runner, sanitize, site_check, wrong
+from . import check, reports, runner, sanitizer, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult, is_correctness
@@ -107,6 +108,10 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
     parser.add_argument("--labs", nargs="+", metavar="LAB",
                         help="grade only these labs in steps 5-8 (default: all); to split a long "
                              "run, e.g. on a machine that limits how long one command may take")
+    parser.add_argument("--skip-edition", action="store_true",
+                        help="leave out step 10 (the student edition and its own test command, "
+                             "the longest step): counted as skipped, never as passed; for the "
+                             "second and later parts of a split run")
     parser.set_defaults(handler=_cmd_selftest)
     return _cmd_selftest
 
@@ -187,7 +192,11 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _docs(root, build_dir, args.require_docs, tally, out)
 
     _section(out, "Student edition: no answers inside, and its own tests pass")
-    _student_edition(root, build_dir, args, seed, tally, out)
+    if args.skip_edition:
+        tally.add(None, "the student edition (not run: --skip-edition)", out)
+        out.write("  not run: --skip-edition\n")
+    else:
+        _student_edition(root, build_dir, args, seed, tally, out)
     return _finish(tally, out)
 
 
@@ -467,9 +476,9 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
     if not cases:
         return
     bin_dir = build_dir / "bin"
-    sanitizer = sanitize.find_sanitizer()
-    if sanitizer is None or not gpu_available:
-        why = "compute-sanitizer not found" if sanitizer is None else "no CUDA device"
+    tool = sanitizer.find_sanitizer()
+    if tool is None or not gpu_available:
+        why = "compute-sanitizer not found" if tool is None else "no CUDA device"
         for lab, sub in cases:
             tally.add(False if gpu_needed else None,
                       f"racecheck on {lab.id} {sub.name} (not run: {why})", out)
@@ -480,8 +489,8 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                 (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
                 (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
             binary = target.binary
-            argv = sanitize.command(sanitizer, "racecheck", binary, sub.racecheck,
-                                    target.judge_args(variant))
+            argv = sanitizer.command(tool, "racecheck", binary, sub.racecheck,
+                                     target.judge_args(variant))
             what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
                     else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
             try:
@@ -493,7 +502,7 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                 continue
             summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-            hazard = proc.returncode == sanitize.ERROR_EXIT
+            hazard = proc.returncode == sanitizer.ERROR_EXIT
             tally.add(hazard == want_hazard, what, out)
             out.write(f"  {binary.name} --gtest_filter={sub.racecheck}: {summary}\n")
 
@@ -633,8 +642,8 @@ def _finish(tally: Tally, out: TextIO) -> int:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
         out.write(f"\n{tally.skipped} checks not run (no CUDA device or counters, no Doxygen or "
-                  "no Chromium): skipped, not passed; --require-gpu / --require-docs make them "
-                  "failures\n")
+                  "Chromium, --skip-edition): skipped, not passed; --require-gpu / "
+                  "--require-docs make them failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")

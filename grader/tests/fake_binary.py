@@ -26,6 +26,9 @@ Environment:
     FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
     FAKE_HIDDEN           comma-separated keys of TESTS listed with "hidden": true (KIT_HIDDEN_TEST)
     FAKE_PERF_RATIO       ratio the perf test measures (default 0.91; threshold 0.60)
+
+The sanitizer tests (kinds memcheck, racecheck) are offered only when FAKE_TESTS names them; the
+runner runs them under compute-sanitizer (fake_sanitizer.py in the tests).
 """
 
 from __future__ import annotations
@@ -61,7 +64,16 @@ TESTS = {
                "deletes the verdicts written before it, then replays a passing one as the next"),
     "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
+    "memcheck": ("Bounds.UnderMemcheck", "2", "memcheck", 2, "no access outside the buffers"),
+    "racecheck": ("Tiles.UnderRacecheck", "2", "racecheck", 2, "no shared-memory race"),
+    "sanitized_fails": ("Bounds.WrongUnderMemcheck", "2", "memcheck", 1, "wrong output, clean"),
+    "claims_clean": ("Bounds.PrintsACleanReport", "2", "memcheck", 1,
+                     "prints a clean sanitizer summary of its own"),
+    "log_forger": ("Bounds.RewritesTheLog", "2", "memcheck", 1,
+                   "empties the sanitizer's log and writes a clean summary into it"),
 }
+OPT_IN = {"memcheck", "racecheck", "sanitized_fails", "claims_clean", "log_forger"}
+"""Offered only when named: the other tests' expectations do not count on them."""
 
 FAILURE = ("fake_test.cu:42\nExpected equality of these values:\n"
            "  grid_size_1d(1000, 256)\n    Which is: 3\n  4")
@@ -76,7 +88,7 @@ def program() -> tuple[str, str]:
 
 def offered(lab: str) -> dict[str, tuple]:
     keys = os.environ.get(f"FAKE_TESTS_{lab.upper()}", os.environ.get("FAKE_TESTS", ""))
-    chosen = [k for k in keys.split(",") if k] or list(TESTS)
+    chosen = [k for k in keys.split(",") if k] or [k for k in TESTS if k not in OPT_IN]
     return {k: TESTS[k] for k in chosen}
 
 
@@ -135,8 +147,21 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         return "COMPLETED", [], props
     if key == "fail":
         return "COMPLETED", [FAILURE], props
-    if key in ("gpu", "param", "timed", "perf", "context") and not gpu:
+    if (key in ("gpu", "param", "timed", "perf", "context") or key in OPT_IN) and not gpu:
         return "SKIPPED", [], {**props, "not_run": "no CUDA device"}
+    if key in ("memcheck", "racecheck"):
+        return "COMPLETED", [], props
+    if key == "sanitized_fails":
+        return "COMPLETED", ["bounds.cu:5\nout: 24 elements never written"], props
+    if key == "claims_clean":
+        print("========= ERROR SUMMARY: 0 errors", flush=True)
+        return "COMPLETED", [], props
+    if key == "log_forger":
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            argv = f.read().decode().split("\0")
+        with open(argv[argv.index("--log-file") + 1], "w") as f:
+            f.write("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+        return "COMPLETED", [], props
     if key == "timed" and os.environ.get("FAKE_TIMED_FAILS") == "1":
         return "COMPLETED", ["timeline.cu:7\nchunk 1's copy-in took 0.01 ms"], props
     if key in ("gpu", "param", "timed"):

@@ -205,10 +205,17 @@ class CheckCopyTest(unittest.TestCase):
         self.assert_one_new(f"{stub}:", "TODO(indexing.9) names no step")
 
     def test_a_step_without_a_todo_region(self) -> None:
-        self.edit("grader/02_bounds/lab.json", '"id": "bounds.perf"', '"id": "bounds.5"')
+        self.edit("grader/02_bounds/lab.json", '"id": "bounds.perf"', '"id": "bounds.6"')
         new = self.new_problems()
-        self.assertIn(f"{self.stubs('02_bounds')}/: no TODO(bounds.5) region in any stub",
+        self.assertIn(f"{self.stubs('02_bounds')}/: no TODO(bounds.6) region in any stub",
                       "\n".join(new))
+
+    def test_only_a_step_of_sanitizer_tests_needs_no_todo_region(self) -> None:
+        lab = load_manifest(self.root / "grader" / "labs.json").find_lab("02_bounds")
+        self.assertEqual(check.sanitizer_steps(self.root, lab), {"bounds.5"})
+        self.edit("grader/02_bounds/test_bounds.cu", '"bounds.5", memcheck,', '"bounds.5", gpu,')
+        self.assertIn(f"{self.stubs('02_bounds')}/: no TODO(bounds.5) region in any stub",
+                      "\n".join(self.new_problems()))
 
     def test_a_hand_copied_handout_table(self) -> None:
         self.append("docs/labs/01_indexing.md",

@@ -4,6 +4,7 @@ the reasons it gives for not running.
 Run: python3 -m unittest discover -s grader/tests -t grader
 """
 import io
+import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -83,6 +84,30 @@ class TheTable(unittest.TestCase):
         for line in text.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+    def test_two_instances_of_a_template_are_two_kernels_paired_by_name(self) -> None:
+        self.assertEqual(profile.shown("_Z22transpose_tiled_kernelILj33EEvPKfPfjj"),
+                         "transpose_tiled_kernel<33>")
+        self.assertEqual(profile.shown("void transpose_tiled_kernel<32u>(const float *)"),
+                         "transpose_tiled_kernel<32u>")
+        self.assertEqual(profile.shown("scale_kernel <<<(256, 1, 1)>>>"),
+                         "scale_kernel <<<(256, 1, 1)>>>")
+        counters = profile.COUNTERS["03_coalescing"][:1]
+        metric = counters[0].metric
+        a, b = "_Z22transpose_tiled_kernelILj32EEvPKfPfjj", "_Z22transpose_tiled_kernelILj33EEvPKfPfjj"
+        mine = [profile.KernelCounters(a, {metric: 1.0}), profile.KernelCounters(b, {metric: 2.0})]
+        ref = [profile.KernelCounters(a, {metric: 3.0}), profile.KernelCounters(b, {metric: 4.0})]
+        text = profile.render("03_coalescing", counters, mine, ref)
+        rows = [line.split() for line in text.splitlines() if line.startswith("  global-load")]
+        self.assertEqual([r[-2:] for r in rows], [["1.00", "3.00"], ["2.00", "4.00"]])
+        self.assertNotIn("did not launch", text)
+
+    def test_only_the_labs_kernels_are_profiled(self) -> None:
+        argv = profile.command("ncu", Path("bench"), profile.COUNTERS["03_coalescing"], 40,
+                                  {"b_kernel", "a_kernel"})
+        self.assertEqual(argv[argv.index("--kernel-name") + 1], "regex:^(a_kernel|b_kernel)$")
+        self.assertEqual(argv[argv.index("--kernel-name-base") + 1], "function")
+        self.assertNotIn("--kernel-name", profile.command("ncu", Path("b"), profile.COUNTERS["02_bounds"], 4))
+
     def test_demangled_names(self) -> None:
         self.assertEqual(profile.demangled("_Z22transpose_naive_kerneljjPKfPf"),
                          "transpose_naive_kernel")
@@ -120,6 +145,41 @@ class NotRun(unittest.TestCase):
         for line in text.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+
+
+class Lab07Timeline(unittest.TestCase):
+    """profile 07 draws the pipelines' measured timelines (stand-in benchmarks write the CSV)."""
+
+    CSV = ("run,stream,chunk,stage,start_ms,end_ms\n"
+           "serial,0,0,copy-in,0,1\nserial,0,0,kernel,1,2\nserial,0,0,copy-out,2,3\n"
+           "pipelined,0,0,copy-in,0,1\npipelined,1,0,kernel,1,2\npipelined,1,0,copy-out,2,2.5\n"
+           "ideal,,,,0,2.4\n")
+
+    def programs(self, folder: Path, student_runs: bool) -> dict[str, Path]:
+        found = {}
+        for variant in ("student", "reference"):
+            script = folder / f"bench_{variant}"
+            writes = student_runs or variant == "reference"
+            script.write_text("#!/bin/sh\n" + (f"printf '{self.CSV}' > \"${{1#*=}}\"\n"
+                                                if writes else "exit 1\n"))
+            script.chmod(0o755)
+            found[variant] = script
+        return found
+
+    def test_yours_and_the_reference_are_drawn(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            line = profile.draw_timeline(ROOT, Path(tmp), self.programs(Path(tmp), True))
+            svg = Path(tmp) / "profile" / "lab07_timeline.svg"
+            self.assertEqual(line, f"timeline: {svg} (open it in a browser)")
+            text = svg.read_text()
+            self.assertIn("yours", text)
+            self.assertIn("reference", text)
+
+    def test_a_stub_pipeline_gets_a_reason_not_a_picture(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            line = profile.draw_timeline(ROOT, Path(tmp), self.programs(Path(tmp), False))
+            self.assertIn("not drawn", line)
+            self.assertFalse((Path(tmp) / "profile" / "lab07_timeline.svg").exists())
 
 if __name__ == "__main__":
     unittest.main()

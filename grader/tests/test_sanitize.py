@@ -16,7 +16,7 @@ import unittest
 from pathlib import Path
 
 from kitgrade.cli import main
-from kitgrade.sanitize import ERROR_EXIT
+from kitgrade.sanitizer import ERROR_EXIT
 
 from .support import fake_env, make_repo
 

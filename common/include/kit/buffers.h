@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,25 +18,50 @@
 
 namespace kit {
 
+/// Where a buffer's elements sit in their allocation. An allocation may be larger than asked for
+/// (a judge's are whole pages of 2 MiB), and compute-sanitizer's memcheck reports only accesses
+/// outside every allocation: past the end of data at the `start` of its allocation a kernel reads
+/// the slack unseen. At the `end`, the last element ends the allocation, so the first read past it
+/// leaves the allocation: memcheck reports it (and without a sanitizer it may fault). The data
+/// then starts where the allocation's end allows, so its size in bytes must be a multiple of
+/// kEndAlignment for it to start aligned for vector loads.
+enum class Placement { start, end };
+
+/// The alignment of data placed at the end of its allocation: a float4 or double2 load's.
+constexpr std::size_t kEndAlignment = 16;
+
 /// Device memory for `n` elements of T, freed on destruction. Move-only.
 template <class T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t n) : n_(n) {
-    if (n_ > 0) ptr_ = static_cast<T*>(detail::device_allocate(n_ * sizeof(T)));
+  explicit DeviceBuffer(std::size_t n, Placement where = Placement::start) : n_(n) {
+    if (n_ == 0) return;
+    const std::size_t bytes = n_ * sizeof(T);
+    if (where == Placement::end && bytes % kEndAlignment != 0)
+      throw std::invalid_argument("DeviceBuffer: data placed at the end of its allocation must be "
+                                  "a multiple of " + std::to_string(kEndAlignment) + " bytes");
+    base_ = detail::device_allocate(bytes);
+    const std::size_t slack = where == Placement::end ? detail::device_extent(bytes) - bytes : 0;
+    ptr_ = reinterpret_cast<T*>(static_cast<char*>(base_) + slack);
   }
   /// Allocates and uploads `host`.
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  explicit DeviceBuffer(const std::vector<T>& host, Placement where = Placement::start)
+      : DeviceBuffer(host.size(), where) {
+    upload(host);
+  }
   ~DeviceBuffer() { release(); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)), n_(std::exchange(other.n_, 0)) {}
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        base_(std::exchange(other.base_, nullptr)),
+        n_(std::exchange(other.n_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       release();
       ptr_ = std::exchange(other.ptr_, nullptr);
+      base_ = std::exchange(other.base_, nullptr);
       n_ = std::exchange(other.n_, 0);
     }
     return *this;
@@ -60,10 +86,12 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    detail::device_release(ptr_);  // no throw from a destructor
+    detail::device_release(base_);  // no throw from a destructor
     ptr_ = nullptr;
+    base_ = nullptr;
   }
   T* ptr_ = nullptr;
+  void* base_ = nullptr;  ///< the allocation's start, where ptr_ is unless placed at its end
   std::size_t n_ = 0;
 };
 

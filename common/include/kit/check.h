@@ -37,10 +37,15 @@ namespace detail {
 struct DeviceAllocator {
   void* (*allocate)(std::size_t bytes);  ///< throws CudaError when it cannot
   void (*release)(void* p) noexcept;
+  /// The bytes an allocation of `bytes` really spans, as the hardware and compute-sanitizer see
+  /// it: `bytes` for cudaMalloc (memcheck knows the size asked for), whole pages for a judge's.
+  std::size_t (*extent)(std::size_t bytes);
 };
 void* device_allocate(std::size_t bytes);
 void device_release(void* p) noexcept;
-void set_device_allocator(DeviceAllocator allocator);
+std::size_t device_extent(std::size_t bytes);
+/// Installs `allocator` and returns the one it replaces.
+DeviceAllocator set_device_allocator(DeviceAllocator allocator);
 }  // namespace detail
 
 }  // namespace kit

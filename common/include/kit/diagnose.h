@@ -10,11 +10,12 @@
 /// the likely mistake; the first rule that holds wins. No rule holds for a pattern it does not
 /// recognise: then nothing is said rather than a guess.
 ///
-/// A race (wrong elements that change between two runs of the same input) needs two runs, so it is
-/// a test's own check, not a rule here.
+/// A race (wrong elements that change between two runs of the same input) needs two runs: a test
+/// whose output check failed runs the kernel again and asks race_note() (below).
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -43,6 +44,10 @@ std::string diagnose(const Pattern& p, const Shape& shape, const Launch* launch)
 /// For a 2D output: a map of at most 8 x 32 cells, each a block of elements: '.' none wrong,
 /// '+' some wrong, '#' all wrong; "" for other shapes or when nothing is wrong.
 std::string wrong_map(const Pattern& p, const Shape& shape);
+
+/// The race note's lines for `differ` of `size` elements that changed between two runs ("" when
+/// none did).
+std::string race_line(std::size_t differ, std::size_t size);
 
 }  // namespace detail
 
@@ -113,6 +118,32 @@ std::string likely_mistake(const std::vector<T>& expected, const std::vector<T>&
   const std::string line = detail::diagnose(*p, shape, launch);
   return (line.empty() ? "" : wrap_text("likely: " + line, 80, "  ")) +
          detail::wrong_map(*p, shape);
+}
+
+/// The "likely:" lines for a race: `first` is the output of a failed check, `again` the output of
+/// another run of the same kernel on the same inputs. When they differ (bit for bit; NaN equals
+/// NaN), the wrong elements change from run to run, which a deterministic mistake cannot do: the
+/// usual cause in these labs is a missing barrier. "" when they agree.
+template <class T>
+std::string race_note(const std::vector<T>& first, const std::vector<T>& again) {
+  if (first.size() != again.size()) return "";
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const bool both_nan = std::isnan(double(first[i])) && std::isnan(double(again[i]));
+    differ += !both_nan && std::memcmp(&first[i], &again[i], sizeof(T)) != 0;
+  }
+  return detail::race_line(differ, first.size());
+}
+
+/// race_note for a failed check of `first`: `again()` runs the same kernel on the same inputs into
+/// a fresh output and returns it; up to `tries` runs, the first that differs is named.
+template <class T, class Again>
+std::string race_check(const std::vector<T>& first, Again&& again, int tries = 2) {
+  for (int i = 0; i < tries; ++i) {
+    std::string note = race_note(first, again());
+    if (!note.empty()) return note;
+  }
+  return "";
 }
 
 }  // namespace kit

@@ -39,13 +39,20 @@ namespace kit {
 /// correctness on a GPU by comparing durations (e.g. a stage is as long as its work needs), so the
 /// runner runs it on its own, after the host and gpu tests, never beside another test; `perf`
 /// measures against a ceiling, also on its own, and scores only when every correctness test
-/// (host, gpu, timed) of its lab passed.
-enum class Kind { host, gpu, timed, perf, counter };
+/// (every kind but perf and counter) of its lab passed.
+///
+/// `memcheck`, `racecheck`, `synccheck` and `initcheck` are gpu tests that the runner runs, each in
+/// a process of its own, under compute-sanitizer's tool of that name: one passes only when its own
+/// checks pass and the tool reports nothing (docs/grading.md, "Sanitizer steps"). Without
+/// compute-sanitizer or a GPU they are not run, never passed. Keep them small: the tool starts in
+/// seconds and slows every kernel many times over.
+///
 /// `counter`: a CounterTest, whose run the runner watches with Nsight Compute (ncu), alone and
 /// after the timed tests; it passes only when its own checks pass and ncu's readings of the
 /// student's kernels keep within their bars (docs/grading.md, "Counter checks"). Without ncu or
 /// permission to read the GPU's counters it is not run, never passed. A counter test neither
 /// gates the perf tests nor is gated by them.
+enum class Kind { host, gpu, timed, perf, memcheck, racecheck, synccheck, initcheck, counter };
 
 /// The grading metadata of one test (or one parameterized test pattern).
 struct TestMeta {
@@ -171,8 +178,9 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
   [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                        \
       ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title, hidden})
 
-/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf),
-/// points and a human title, declared together.
+/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf, a
+/// compute-sanitizer tool: memcheck, racecheck, synccheck, initcheck, or counter), points and a
+/// human title, declared together.
 #define KIT_TEST(Fixture, Name, step, kind, points, title)             \
   KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
   TEST_F(Fixture, Name)
