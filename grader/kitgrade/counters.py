@@ -13,7 +13,7 @@ only when all of these hold:
 
 * the judge's authentic verdict passed (its result checks: an untouched stub fails them);
 * ncu exited with 0 and profiled at least one launch, every one of a kernel compiled into the
-  student's code, fewer than LAUNCH_LIMIT of them;
+  student's code, at most LAUNCH_LIMIT of them;
 * for each key, some launch made the accesses its counter reads, and none reads above the bar.
 
 Without a GPU, without ncu, where this user may not read the GPU's counters (ERR_NVGPUCTRPERM)
@@ -23,9 +23,10 @@ the bar and what the number means, in lines of at most 80 columns.
 
 The counters (COUNTERS) are Nsight Compute's source counters: what each instruction's accesses
 took against the fewest their bytes need, summed over the launch. They come from the kernel's own
-instructions, so they are deterministic (one run, no repeats, one bar for every GPU), and extra
-well-behaved accesses cannot dilute a bad one (each access adds at least its ideal to both sums).
-A key ``<lab>.<counter id>`` of thresholds.conf is a counter bar: the most the counter may read.
+instructions, so they are deterministic (one run, no repeats, one bar for every GPU); being sums,
+they average a bad access with the launch's others, so a kernel padded with well-behaved accesses
+reads lower (docs/grading.md, "Counter checks", says what that leaves open). A key
+``<lab>.<counter id>`` of thresholds.conf is a counter bar: the most the counter may read.
 """
 
 from __future__ import annotations
