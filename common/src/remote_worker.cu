@@ -452,8 +452,10 @@ namespace {
 std::string unexpected_library() {
   // Under Nsight Compute, its injection library's folder (target/linux-...) is the tool's own, and
   // whatever else it loads from there is too.
+  // It also loads driver libraries of its own (libnvoptix on the H200 with Nsight Compute
+  // 2025.3): under the tool, a library from the driver's folder (libcuda's) is the driver's.
   struct Scan {
-    std::string tool_folder, found;
+    std::string tool_folder, driver_folder, found;
   } scan;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* out) {
@@ -461,6 +463,8 @@ std::string unexpected_library() {
         const auto slash = path.rfind('/');
         if (slash != std::string::npos && path.find("/libcuda-injection", slash) == slash)
           static_cast<Scan*>(out)->tool_folder = path.substr(0, slash + 1);
+        if (slash != std::string::npos && path.find("/libcuda.so", slash) == slash)
+          static_cast<Scan*>(out)->driver_folder = path.substr(0, slash + 1);
         return 0;
       },
       &scan);
@@ -480,9 +484,11 @@ std::string unexpected_library() {
             "libcuda-injection", "libnvperf"};
         for (const char* prefix : expected)
           if (name.rfind(prefix, 0) == 0) return 0;
-        if (!scan.tool_folder.empty() && std::string(path).rfind(scan.tool_folder, 0) == 0 &&
-            std::strchr(path + scan.tool_folder.size(), '/') == nullptr)
-          return 0;
+        for (const std::string* folder : {&scan.tool_folder, &scan.driver_folder})
+          if (!scan.tool_folder.empty() && !folder->empty() &&
+              std::string(path).rfind(*folder, 0) == 0 &&
+              std::strchr(path + folder->size(), '/') == nullptr)
+            return 0;
         scan.found = path;
         return 1;
       },
