@@ -117,11 +117,13 @@ _PREFIX = re.compile(r"^=+ ?")
 """What starts every line the tool writes ("========= " unless --prefix says otherwise)."""
 
 _HEADER = re.compile(
-    r"^(?:(?:ERROR|WARNING|Error|Warning)\s*:\s*)?"
+    r"^(?:(?:ERROR|WARNING|Error|Warning)\s*:\s*)?(?:\([^)]*\)\s*)?"
     r"(?P<what>(?:Race reported between|Potential \w+ hazard|Potential invalid |Invalid |"
     r"Barrier error|Uninitialized |Unused |Malloc/Free error|Program hit |Leaked \d+ bytes|"
     r"Warpgroup MMA|Deadlock detected|Warp |Lane |Device |Out-of-range|Misaligned).*)$")
-"""The first line of a report, after the prefix and an optional severity word."""
+"""The first line of a report, after the prefix, an optional severity word and an optional
+category in parentheses ("Warning: (Warp Level Programming) Potential RAW hazard detected at",
+racecheck 2025.3 on an H100)."""
 
 _SUMMARY = re.compile(r"^(?:ERROR SUMMARY: (?P<errors>\d+) errors?|"
                       r"RACECHECK SUMMARY: (?P<hazards>\d+) hazards? displayed"

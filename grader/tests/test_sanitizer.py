@@ -97,6 +97,14 @@ class ParseTest(unittest.TestCase):
                           "  Read by thread (0,3,0) at tiling.cu:39 in lab04::matmul_tiled_kernel"])
         self.assertEqual(log.counts, [1])
 
+    def test_a_hazard_with_a_category_in_parentheses_is_read(self) -> None:
+        # racecheck 2025.3 on the H100 names a race inside one warp this way.
+        text = RACECHECK_HAZARD_LOG.replace(
+            "Warning: Potential RAW hazard", "Warning: (Warp Level Programming) Potential RAW hazard")
+        [report] = sanitizer.parse(text).reports
+        self.assertEqual(report.header,
+                         "Potential RAW hazard detected at __shared__ 0x84 in block (1,0,0)")
+
     def test_racecheck_analysis_and_synccheck(self) -> None:
         [race] = sanitizer.parse(RACECHECK_ANALYSIS_LOG).reports
         self.assertTrue(race.header.startswith("Race reported between Write access"))
