@@ -40,7 +40,7 @@ from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, Usa
 from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built, grading_targets
 from .manifest import Lab, Manifest, ManifestError
 from .model import RunResult, Status, TestResult
-from .submission import Submission, SubmissionError
+from .submission import Submission
 
 Handler = Callable[[argparse.Namespace, Context], int]
 Registrar = Callable[["argparse._SubParsersAction[Parser]"], None]
@@ -153,7 +153,7 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
                              "--variant reference")
         if args.no_build:
             raise UsageError("--submission builds the submission; it cannot be combined with --no-build")
-        sub = _locate(args.submission, labs, explicit=bool(args.labs))
+        sub = submission.locate(args.submission, labs, explicit=bool(args.labs))
         labs = list(sub.labs)
     seed = args.seed if args.seed is not None else env_seed()
     build_dir = default_build_dir(ctx, args.build_dir, SUBMISSION_BUILD if sub else "build")
@@ -220,13 +220,6 @@ def _shown_dir(path: Path, root: Path) -> str:
         return f"{path.relative_to(root.absolute())}/"
     except ValueError:
         return f"{path}/"
-
-
-def _locate(directory: Path, labs: Sequence[Lab], explicit: bool) -> Submission:
-    try:
-        return submission.locate(directory, labs, explicit)
-    except SubmissionError as err:
-        raise UsageError(str(err)) from err
 
 
 def _build_and_run(ctx: Context, manifest: Manifest, labs: Sequence[Lab], build_dir: Path,

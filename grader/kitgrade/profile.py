@@ -147,10 +147,7 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         if args.no_build:
             raise UsageError("--submission builds the submission; it cannot be combined with "
                              "--no-build")
-        try:
-            sub = submission.locate(args.submission, [lab], explicit=True)
-        except submission.SubmissionError as err:
-            raise UsageError(str(err)) from err
+        sub = submission.locate(args.submission, [lab], explicit=True)
     build_dir = default_build_dir(ctx, args.build_dir, SUBMISSION_BUILD if sub else "build")
     # A student edition has no solutions/: then only the student's column is measured.
     variants = ("student", "reference") if (ctx.root / "solutions").is_dir() else ("student",)
@@ -181,8 +178,7 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         except OSError as err:
             ctx.stderr.write(f"profile: {program} did not run: {err}\n")
             return 3
-        found[variant] = [k for k in parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
-                          if not own or demangled(k.name) in own]
+        found[variant] = parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
     ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
@@ -199,9 +195,9 @@ def draw_timeline(root: Path, build_dir: Path, programs: dict[str, Path]) -> str
     """Runs each build's benchmark for its timeline (its pipeline's own CUDA events) and draws
     them, yours above the reference's, with the figure code of the course site; returns the
     line that says where the picture is, or why there is none."""
-    spec = importlib.util.spec_from_file_location(
-        "make_figures", root / "docs" / "figures" / "make_figures.py")
-    if spec is None or spec.loader is None:
+    code = root / "docs" / "figures" / "make_figures.py"
+    spec = importlib.util.spec_from_file_location("make_figures", code)
+    if not code.is_file() or spec is None or spec.loader is None:
         return "timeline: not drawn (docs/figures/make_figures.py is missing)"
     figures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(figures)

@@ -22,14 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import bans
+from .context import UsageError
 from .manifest import Lab
 
 STAGING = "submission"
 """The staging folder's name inside the build directory."""
 
 
-class SubmissionError(Exception):
-    """The submission directory cannot be graded as asked; one line, exit code 2."""
+class SubmissionError(UsageError):
+    """The submission directory cannot be graded as asked; one line, exit code 2 (a usage error
+    wherever a command meets it; batch catches it per submission)."""
 
 
 @dataclass(frozen=True)

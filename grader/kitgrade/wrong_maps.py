@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from .model import Status, TestResult
 
 HEADER = re.compile(r"^\s*where the wrong elements are \((\d+) x (\d+); a cell is (\d+) x (\d+)\)")
-ROW = re.compile(r"^\s{4}([.#+]+)(?:\s{2}(?:row 0|last row))?\s*$")
+MAX_ROWS, MAX_COLS = 8, 32  # the map's size limit in diagnose.cpp
+ROW = re.compile(r"^\s{4}([.#+]{1,%d})(?:\s{2}(?:row 0|last row))?\s*$" % MAX_COLS)
 CELL_PX = 16
 COLOURS = {"#": (204, 51, 51), "+": (240, 160, 48), ".": (232, 232, 232)}
 GRID = (255, 255, 255)
@@ -31,7 +32,9 @@ def maps_in(output: str) -> list[list[str]]:
         if not HEADER.match(line):
             continue
         rows = []
-        for row in lines[i + 2:]:  # after the legend line
+        # After the legend line; never more than the kit prints: text a student's code writes
+        # to the test's output cannot make a picture of any size.
+        for row in lines[i + 2:i + 2 + MAX_ROWS]:
             match = ROW.match(row)
             if match is None:
                 break

@@ -51,6 +51,12 @@ class WrongMaps(unittest.TestCase):
         self.assertEqual(wrong_maps.maps_in(OUTPUT), [["................+"] * 3])
         self.assertEqual(wrong_maps.maps_in("no map here\n"), [])
 
+    def test_a_map_larger_than_the_kit_prints_is_cut_to_its_size(self) -> None:
+        huge = OUTPUT.replace("................+", "#" * 100000) + "    ####\n" * 100
+        for rows in wrong_maps.maps_in(huge):
+            self.assertLessEqual(len(rows), wrong_maps.MAX_ROWS)
+            self.assertLessEqual(max(map(len, rows)), wrong_maps.MAX_COLS)
+
     def test_each_cell_is_a_square_of_its_colour(self) -> None:
         width, height, raw = decode(wrong_maps.png([".#", "+."]))
         px = wrong_maps.CELL_PX
