@@ -262,6 +262,10 @@ bool read_exact(int fd, char* out, std::size_t size) {
 // kernel's name. Every reply carries the names launched since the previous one; the judge compares
 // them with the kernels compiled into this worker (cuobjdump's list, written when it was linked),
 // so a kernel of a library, or of a module loaded at run time, is a ban hit naming it.
+// KIT_KERNEL_CHECK=off (set by the judge when the runner starts it under Nsight Compute for its
+// counter tests, never by student code) leaves CUPTI alone: an application that uses CUPTI cannot
+// be profiled by Nsight Compute, which reads every launch itself (grader/kitgrade/counters.py
+// fails a launch of a kernel that is not in the worker).
 std::mutex launched_mutex;
 std::set<std::string> launched;
 std::string kernel_check = "off (the worker was built without CUPTI)";
@@ -281,6 +285,11 @@ bool launches_a_kernel(const std::string& api) {
 }
 
 void start_kernel_check() {
+  const char* check = std::getenv("KIT_KERNEL_CHECK");
+  if (check != nullptr && std::strcmp(check, "off") == 0) {
+    kernel_check = "off (under Nsight Compute, which reads every launch)";
+    return;
+  }
   CUpti_SubscriberHandle subscriber{};
   const CUptiResult r =
       cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_launch), nullptr);
@@ -435,14 +444,33 @@ namespace {
 
 // The shared libraries in this process now. The worker is linked with the CUDA runtime statically;
 // besides what it started with (kit_start_libraries: the C and C++ libraries, CUPTI) only the
-// driver (libcuda, libnvidia-*) and, under compute-sanitizer, the tool's own libraries are loaded
+// driver (libcuda, libnvidia-*) and, under compute-sanitizer or Nsight Compute, the tool's own
+// libraries (libcuda-injection, libnvperf_* and their folder's are Nsight Compute's) are loaded
 // later. Any other library (cuBLAS, CUB's runtime, a library file opened by path) was loaded by the
 // student's code, whatever the means (dlopen, a name assembled at run time, a pointer found in
 // memory). Libraries a lab bans cannot be used without loading.
 std::string unexpected_library() {
-  std::string found;
+  // Under Nsight Compute, its injection library's folder (target/linux-...) is the tool's own, and
+  // whatever else it loads from there is too.
+  // It also loads driver libraries of its own (libnvoptix on the H200 with Nsight Compute
+  // 2025.3): under the tool, a library from the driver's folder (libcuda's) is the driver's.
+  struct Scan {
+    std::string tool_folder, driver_folder, found;
+  } scan;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* out) {
+        const std::string path = info->dlpi_name ? info->dlpi_name : "";
+        const auto slash = path.rfind('/');
+        if (slash != std::string::npos && path.find("/libcuda-injection", slash) == slash)
+          static_cast<Scan*>(out)->tool_folder = path.substr(0, slash + 1);
+        if (slash != std::string::npos && path.find("/libcuda.so", slash) == slash)
+          static_cast<Scan*>(out)->driver_folder = path.substr(0, slash + 1);
+        return 0;
+      },
+      &scan);
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        Scan& scan = *static_cast<Scan*>(out);
         const char* path = info->dlpi_name;
         if (path == nullptr || *path == '\0') return 0;
         if (std::strstr(kit_start_libraries, ("\n" + std::string(path) + "\n").c_str()) != nullptr)
@@ -452,14 +480,20 @@ std::string unexpected_library() {
         static const char* expected[] = {
             "libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "ld-linux", "linux-vdso",
             "libdl.so", "libpthread.so", "librt.so", "libcuda.so", "libnvidia-", "libcudadebugger",
-            "libsanitizer", "libTreeLauncher", "libInterceptorInjection", "libcupti"};
+            "libsanitizer", "libTreeLauncher", "libInterceptorInjection", "libcupti",
+            "libcuda-injection", "libnvperf"};
         for (const char* prefix : expected)
           if (name.rfind(prefix, 0) == 0) return 0;
-        *static_cast<std::string*>(out) = path;
+        for (const std::string* folder : {&scan.tool_folder, &scan.driver_folder})
+          if (!scan.tool_folder.empty() && !folder->empty() &&
+              std::string(path).rfind(*folder, 0) == 0 &&
+              std::strchr(path + folder->size(), '/') == nullptr)
+            return 0;
+        scan.found = path;
         return 1;
       },
-      &found);
-  return found;
+      &scan);
+  return scan.found;
 }
 
 void forget(Reader& r) {

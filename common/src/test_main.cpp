@@ -6,6 +6,8 @@
 // and, when the runner grades tests, writes the verdicts it trusts:
 //   --kit_verdicts=DIR   as each test ends, write its result to DIR/NNNNNN.json (NNNNNN counts
 //                        from 0), signed with the run key
+//   --kit_counters=ncu   the runner started this process under Nsight Compute: counter tests
+//                        run (kit/test.h, CounterTest); without it they skip themselves
 //
 // One process runs many tests (the runner's filter names those still to grade). The runner reads
 // each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
@@ -84,6 +86,7 @@ const char* kind_name(kit::Kind kind) {
     case kit::Kind::racecheck: return "racecheck";
     case kit::Kind::synccheck: return "synccheck";
     case kit::Kind::initcheck: return "initcheck";
+    case kit::Kind::counter: return "counter";
   }
   return "host";
 }
@@ -398,6 +401,12 @@ int main(int argc, char** argv) {
   // First of all, before any test code runs: take the key and the verdict path.
   const std::string run_key = take_run_key();
   const std::string verdict_dir = take_flag(argc, argv, "--kit_verdicts=");
+  // The runner started this process under Nsight Compute for its counter tests (kit/test.h).
+  // A worker using CUPTI cannot be profiled, and ncu reads every launch anyway: the judge's
+  // worker, which inherits this environment, leaves its kernel check off (remote_worker.cu).
+  const bool counters = !take_flag(argc, argv, "--kit_counters=").empty();
+  kit::set_counters_profiled(counters);
+  if (counters) setenv("KIT_KERNEL_CHECK", "off", 1);
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.

@@ -81,13 +81,13 @@ TEST(Thresholds, RejectsMalformedSections) {
   EXPECT_EQ(parse("a 0.5 0.6\n[X]\na 0.4 0.5\n").at("a").student, 0.5);  // the default's
 }
 
-TEST(Thresholds, TheKitsFileParsesAndEveryReferenceBarIsAtLeastTheStudentBar) {
+// Which way each key's bars must lie (a speed ratio's reference bar at least the student's, a
+// counter bar's at most) is `kit.py check`'s to say: only it knows the counters.
+TEST(Thresholds, TheKitsFileParses) {
   std::ifstream in(kit::thresholds_path());
   ASSERT_TRUE(in) << kit::thresholds_path();
   const auto table = kit::parse_threshold_table(in, kit::thresholds_path());
   EXPECT_FALSE(table.sections.at("").empty());
-  for (const auto& [section, keys] : table.sections)
-    for (const auto& [key, pair] : keys) EXPECT_GE(pair.reference, pair.student) << section << key;
 }
 
 }  // namespace

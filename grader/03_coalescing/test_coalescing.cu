@@ -12,6 +12,9 @@
 // warps of each kernel through access_model.h (a host model of 32-byte sectors and shared-memory
 // banks) and report how many sectors each load and store touches, so a correct but uncoalesced
 // kernel loses the points of its access pattern while keeping those of its results.
+// The CoalescingCounters tests read the same on the hardware: the runner runs them under Nsight
+// Compute (a plain run of this binary skips them), which counts the sectors and shared-memory
+// wavefronts the kernels themselves took.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -295,9 +298,9 @@ std::vector<lab03::Particle> random_particles(kit::Random& rng, unsigned n) {
   return p;
 }
 
-KIT_TEST_P(AosToSoa, CopiesEveryFieldToItsArray, "coalescing.1", gpu, 1,
-           "aos_to_soa puts each particle's x, y, vx, vy at its index in the four arrays") {
-  const unsigned n = GetParam();
+// Runs aos_to_soa on n random particles and checks the four arrays exactly, and that the AoS
+// input comes back unchanged.
+void check_aos_to_soa(unsigned n) {
   auto rng = kit::test_random();
   const auto particles = random_particles(rng, n);
   std::vector<float> x(n), y(n), vx(n), vy(n);
@@ -321,9 +324,28 @@ KIT_TEST_P(AosToSoa, CopiesEveryFieldToItsArray, "coalescing.1", gpu, 1,
       << "the AoS input was modified by the kernel (inputs are read-only)\n" << kit::seed_note();
 }
 
+KIT_TEST_P(AosToSoa, CopiesEveryFieldToItsArray, "coalescing.1", gpu, 1,
+           "aos_to_soa puts each particle's x, y, vx, vy at its index in the four arrays") {
+  check_aos_to_soa(GetParam());
+}
+
 // Sizes around the warp and block sizes, and one large odd size.
 INSTANTIATE_TEST_SUITE_P(Sizes, AosToSoa,
                          ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
+
+// On the hardware: the counter tests run the kernels under Nsight Compute (kit::CounterTest),
+// which counts the 32-byte sectors each warp's loads and stores touched against the fewest their
+// bytes fill. The model tests replay the functions of coalescing_math.cuh; these see the kernels
+// themselves, whatever index they compute. Shapes are whole warps, and every array starts
+// 256-byte aligned, so a coalesced kernel touches exactly the ideal sectors.
+using CoalescingCounters = kit::CounterTest;
+
+KIT_TEST(CoalescingCounters, AosToSoaTouchesOnlyTheSectorsItNeeds, "coalescing.1", counter, 2,
+         "on the GPU (Nsight Compute): aos_to_soa of 2^16 particles touches no more global "
+         "sectors than its bytes fill") {
+  check_aos_to_soa(1u << 16);
+  expect_counters({"coalescing.global_sectors_vs_ideal"});
+}
 
 // x + vx * dt with |x|, |vx| <= 1 and dt <= 0.1 is below 1.1 in magnitude: a separate multiply
 // and add round twice (2 x 2^-24 x 1.1 < 1.4e-7), a fused multiply-add once. 2e-7 admits both; a
@@ -775,6 +797,26 @@ KIT_TEST_P(TransposePadded, MovesEveryElement, "coalescing.3", gpu, 1,
   check_transpose("transpose_padded", lab03::transpose_padded, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, TransposePadded, kTransposeShapes, shape_name);
+
+// The tiled transposes on the hardware (see CoalescingCounters above): a 512 x 1024 input is
+// whole tiles, so both phases of a coalesced kernel touch exactly the sectors their bytes fill,
+// and a padded tile takes one shared-memory wavefront per access.
+constexpr Rc kCounterShape{512, 1024};
+
+KIT_TEST(CoalescingCounters, TiledTransposesTouchOnlyTheSectorsTheyNeed, "coalescing.3", counter,
+         2, "on the GPU (Nsight Compute): transpose_tiled and transpose_padded of 512 x 1024 "
+            "touch no more global sectors than their bytes fill") {
+  check_transpose("transpose_tiled", lab03::transpose_tiled, kCounterShape);
+  check_transpose("transpose_padded", lab03::transpose_padded, kCounterShape);
+  expect_counters({"coalescing.global_sectors_vs_ideal"});
+}
+
+KIT_TEST(CoalescingCounters, PaddedTileHasNoBankConflict, "coalescing.3", counter, 2,
+         "on the GPU (Nsight Compute): transpose_padded of 512 x 1024 writes and reads its tile "
+         "with no shared-memory bank conflict") {
+  check_transpose("transpose_padded", lab03::transpose_padded, kCounterShape);
+  expect_counters({"coalescing.shared_wavefronts_vs_ideal"});
+}
 
 // ---- Performance -------------------------------------------------------------------------------
 

@@ -12,6 +12,9 @@
 // holds for any order of summation (see product_bound): with a double-precision host product for
 // moderate shapes, odd ones included, and with cuBLAS for large ones. Outputs are poisoned first,
 // guarded on both sides, and the inputs must come back unchanged.
+//
+// Hardware counters: TiledCounters runs matmul_tiled under Nsight Compute when the runner grades
+// it (a plain run of this binary skips it) and holds its shared-memory bank conflicts to a bar.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -408,6 +411,22 @@ void check_large(const Kernel& kernel) {
 KIT_TEST(TiledLarge, MatchesCublas, "tiling.2", gpu, 4,
          "matmul_tiled matches cuBLAS on 2048x2048x2048 and 1531x2047x1999") {
   check_large(kTiled);
+}
+
+// On the hardware: the runner runs this test under Nsight Compute (kit::CounterTest), which
+// counts the shared-memory wavefronts the kernel's tile accesses took against the fewest they
+// need. A warp that reads a row of a tile, or one element of it (a broadcast), takes one; a warp
+// that walks a column of an unpadded 32 x 32 tile takes 32. One shape of whole tiles (every phase
+// full) and one of edge blocks and a partial last phase, so both kinds of phase are read.
+const Shape3 kCounterShapes[] = {{256, 256, 256}, {129, 127, 130}};
+
+using TiledCounters = kit::CounterTest;
+
+KIT_TEST(TiledCounters, TileAccessesHaveNoBankConflict, "tiling.2", counter, 3,
+         "on the GPU (Nsight Compute): matmul_tiled on 256x256x256 and 129x127x130 writes and "
+         "reads its tiles with no shared-memory bank conflict") {
+  for (const Shape3& s : kCounterShapes) check_against_host(kTiled, s);
+  expect_counters({"tiling.shared_wavefronts_vs_ideal"});
 }
 
 KIT_TEST(BlockedLarge, MatchesCublas, "tiling.3", gpu, 4,

@@ -27,7 +27,8 @@ lab, status. A submission that is missing files or does not build gets a row say
 
 Exit codes: 0 every submission was graded (whatever its score), 2 usage error (nothing
 written), 3 some submission could not be graded (missing files, build failed, grader could not
-run), 4 --require-gpu and some GPU test could not run for lack of a device."""
+run), 4 --require-gpu and some GPU test could not run for lack of a device (or a counter test
+for lack of hardware counters)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

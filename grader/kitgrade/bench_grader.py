@@ -3,7 +3,7 @@ student edition leaves this module out).
 
 Grades the labs as ``kit.py grade`` does and times each phase: configure
 (kitgrade.build.configure), build (kitgrade.build.ensure_built of the targets grade builds), the
-tests as the runner times them (list, correctness, sanitizer, timed, perf, from
+tests as the runner times them (list, correctness, sanitizer, timed, counters, perf, from
 RunResult.timings; when the runner reports none, the whole of runner.run as "tests"), and the reports (written into a
 temporary folder). "other" is runner.run's time outside its phases (the device query, the
 judges' checksums). With --repeat K it grades K times and prints each phase's median, min and
@@ -43,10 +43,10 @@ from .context import (KIT_ROOT, Context, ExitCode, UsageError, check_thresholds,
 from .manifest import Lab
 from .model import RunResult
 
-PHASES = ("configure", "build", "list", "correctness", "sanitizer", "timed", "perf", "other",
-          "tests", "reports")
+PHASES = ("configure", "build", "list", "correctness", "sanitizer", "timed", "counters", "perf",
+          "other", "tests", "reports")
 """The table's rows, in order; a row shows when some run timed that phase."""
-RUNNER_PHASES = ("list", "correctness", "sanitizer", "timed", "perf")
+RUNNER_PHASES = ("list", "correctness", "sanitizer", "timed", "counters", "perf")
 """The keys of RunResult.timings (seconds), as runner.run fills them."""
 WIDTH = 80
 T = TypeVar("T")

@@ -21,7 +21,11 @@ What it checks, lab by lab:
    prefix: the part of its step ids before the dot, "indexing" for lab 01. The lab's step ids
    ("indexing.1", "indexing.perf") are not keys, and neither are literals on an ``#include``
    line ("indexing.h") or text inside comments. So write every key out whole, as the literal
-   argument of ``expect_ratio_at_least``, never assembled from pieces.
+   argument of ``expect_ratio_at_least`` or ``expect_counters``, never assembled from pieces.
+   Every reference bar is stricter than its student bar: at least it for a speed ratio, at most
+   it for a counter bar (a key ``<prefix>.<counter>``, kitgrade.counters: the most its counter
+   may read), which has no floor either, and no line in grader/plausible.conf (which every other
+   key used needs).
 3. Filters. Every GoogleTest pattern of a lab.json ``sanitize_skip`` entry, and every
    ``racecheck`` filter of a wrong.json entry, matches at least one test of the lab's listing
    (GoogleTest's semantics: ``:``-separated patterns with ``*`` and ``?``, and a ``-`` before the
@@ -49,7 +53,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from . import handout, protocol, regions, runner, thresholds, wrong
+from . import counters, handout, protocol, regions, runner, thresholds, wrong
 from .build import BuildError, ensure_built
 from .context import Context, ExitCode, default_build_dir
 from .manifest import Lab, Manifest, ManifestError, load_manifest
@@ -184,9 +188,12 @@ def _plausible(root: Path, table: dict[str, tuple[float, float]],
     except thresholds.ThresholdsError as err:
         return [_relative(str(err), root)]
     problems = [f"grader/plausible.conf: no line for '{key}' (grader/thresholds.conf has it)"
-                for key in table if key not in plausible and key in used]
+                for key in table if key not in plausible and key in used
+                and not counters.is_counter_key(key)]
     problems += [f"grader/plausible.conf: '{key}' is not a key of grader/thresholds.conf"
                  for key in plausible if key not in table]
+    problems += [f"grader/plausible.conf: '{key}' is a counter bar (the most a counter may read): "
+                 f"remove its line" for key in plausible if counters.is_counter_key(key)]
     problems += [f"grader/plausible.conf: '{key}' {value:g} is not above its bars "
                  f"{table[key][0]:g} / {table[key][1]:g}"
                  for key, value in plausible.items() if key in table and value <= max(table[key])]
@@ -294,12 +301,35 @@ def _thresholds(root: Path, table: dict[str, tuple[float, float]],
             problems.append(f"{places[0]}: threshold key \"{key}\" is not in {file}; add a line "
                             f"'{key}  STUDENT_RATIO  REFERENCE_RATIO' there")
     lines = (root / "grader" / "thresholds.conf").read_text().splitlines()
+    problems += _bar_order(root)
     for key in table:
         if key not in used:
             number = next(i for i, line in enumerate(lines, 1)
                           if line.split("#", 1)[0].split()[:1] == [key])
             problems.append(f"{file}:{number}: key {key} is used by no grader source "
                             f"(grader/<lab>/); remove the line, or fix the key's spelling")
+    return problems
+
+
+def _bar_order(root: Path) -> list[str]:
+    """A speed ratio's reference bar is at least its student bar (the reference must do better);
+    a counter bar's is at most (a counter bar is the most its counter may read), and it has no
+    floor (graded speed)."""
+    file = root / "grader" / "thresholds.conf"
+    problems = []
+    for section, keys in thresholds.load_sections(file).items():
+        where = f"grader/thresholds.conf [{section or 'default'}]"
+        for key, (student, reference) in keys.items():
+            if counters.is_counter_key(key) and reference > student:
+                problems.append(f"{where}: '{key}' is a counter bar (the most its counter may "
+                                f"read): its reference bar {reference:g} must not be above its "
+                                f"student bar {student:g}")
+            elif not counters.is_counter_key(key) and reference < student:
+                problems.append(f"{where}: '{key}': its reference bar {reference:g} must not be "
+                                f"below its student bar {student:g} (the reference must do better)")
+    problems += [f"grader/thresholds.conf: '{key}' is a counter bar: a floor (graded speed) "
+                 f"means nothing for it" for section in thresholds.floors(file).values()
+                 for key in section if counters.is_counter_key(key)]
     return problems
 
 

@@ -7,13 +7,15 @@ the commands of their own modules in SUBCOMMANDS and INSTRUCTOR_MODULES.
 Exit codes of `kit.py grade` (the other commands use 0 and 2 only):
 
   0  every test that ran passed and none was left unrun, except GPU tests on a machine
-     without a GPU (unless --require-gpu)
+     without a GPU and counter tests where nothing can read the GPU's counters (unless
+     --require-gpu)
   1  at least one test failed, crashed or timed out, or was not run for another reason
   2  usage or configuration error (unknown lab, malformed option, bad labs.json, missing
      report directory parent, a --submission directory that is missing or lacks files);
      one line on stderr, no report written
   3  the build failed, or a lab binary is missing or could not list its tests
-  4  --require-gpu was given and some GPU test was not run for lack of a device
+  4  --require-gpu was given and some GPU test was not run for lack of a device (or a counter
+     test for lack of hardware counters)
   130  interrupted (Ctrl-C); the tests still running are killed, no report is written
 
 When several apply, the highest-priority one wins, in the order 2, 3, 4, 1.

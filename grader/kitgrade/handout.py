@@ -10,7 +10,8 @@ fragments, which the docs target builds first and the handouts include with Doxy
     <lab>_steps.md              step, TODO id, title, points (the sum of its visible tests)
     <lab>_tests_<step>.md       per step: test, what it checks (its title), kind, points
     <lab>_hints_<step>.md       per step: the hints, in order
-    <lab>_thresholds.md         the lab's keys in thresholds.conf: student and reference bar
+    <lab>_thresholds.md         the lab's keys in thresholds.conf: student and reference bar,
+                                and whether a bar is a least (a speed ratio) or a most (a counter)
     thresholds.md               every key of every lab (docs/grading.md)
 
 Hidden tests (KIT_HIDDEN_TEST) never appear: a handout is for students. problems() is what
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol, runner, thresholds
+from . import counters, protocol, runner, thresholds
 from .context import Context, ExitCode, UsageError, default_build_dir
 from .manifest import Lab, Manifest, Step
 
@@ -291,17 +292,25 @@ def hints_fragment(lab: Lab, step: Step) -> str:
                    for i, hint in enumerate(step.hints, 1))
 
 
+def bar_kind(key: str) -> str:
+    """What a bar of `key` is: the least speed ratio (a perf test), or the most a hardware
+    counter may read (a counter test, kitgrade.counters)."""
+    return "the most a counter reads" if counters.is_counter_key(key) else "the least ratio"
+
+
 def thresholds_fragment(keys: Sequence[str], bars: Mapping[str, tuple[float, float]]) -> str:
-    body = [[f"`{key}`", ratio_text(bars[key][0]), ratio_text(bars[key][1])] for key in keys]
-    return _table(["Key in `grader/thresholds.conf`", "Student bar", "Reference bar"], body)
+    body = [[f"`{key}`", ratio_text(bars[key][0]), ratio_text(bars[key][1]), bar_kind(key)]
+            for key in keys]
+    return _table(["Key in `grader/thresholds.conf`", "Student bar", "Reference bar", "A bar is"],
+                  body)
 
 
 def all_thresholds_fragment(manifest: Manifest, bars: Mapping[str, tuple[float, float]]) -> str:
     owner = {key: lab.id for lab in manifest.labs for key in lab_keys(lab, bars)}
     body = [[f"`{owner[key]}`" if key in owner else "(no lab)", f"`{key}`",
-             ratio_text(student), ratio_text(reference)]
+             ratio_text(student), ratio_text(reference), bar_kind(key)]
             for key, (student, reference) in bars.items()]
-    return _table(["Lab", "Key", "Student bar", "Reference bar"], body)
+    return _table(["Lab", "Key", "Student bar", "Reference bar", "A bar is"], body)
 
 
 def fragments(root: Path, manifest: Manifest, listings: Mapping[str, Sequence[Any]],

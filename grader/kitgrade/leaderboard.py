@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .context import UsageError
+from .model import is_correctness
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Entry:
 def entries(lab_tests: Iterable[dict[str, Any]]) -> list[tuple[str, float, bool]]:
     """(key, ratio, passed) of each perf result of one lab whose correctness tests all passed."""
     tests = list(lab_tests)
-    if any(t["kind"] != "perf" and t["status"] != "passed" for t in tests):
+    if any(is_correctness(t["kind"]) and t["status"] != "passed" for t in tests):
         return []
     found = []
     for t in tests:

@@ -16,14 +16,30 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 """compute-sanitizer's tools: what `kit.py sanitize --tool` runs, and the kinds of the tests the
 runner grades under one (each the name of its tool)."""
 
-KINDS = ("host", "gpu", "timed", "perf") + SANITIZER_TOOLS
+KINDS = ("host", "gpu", "timed", "perf") + SANITIZER_TOOLS + ("counter",)
 """host: runs anywhere; gpu: correctness on a GPU; timed: correctness on a GPU judged by durations
 (run one at a time); perf: measured against a ceiling (one at a time, gated on correctness);
 memcheck, racecheck, synccheck, initcheck: correctness on a GPU under that compute-sanitizer tool
-(each test in a process of its own; it passes only when the tool reports nothing)."""
+(each test in a process of its own; it passes only when the tool reports nothing); counter: a
+GPU's hardware counters held to bars, under Nsight Compute (one at a time)."""
 
 NO_DEVICE_REASON = "no CUDA device"
 """The not_run reason a GPU test reports when the machine has no usable GPU."""
+
+NO_COUNTERS_REASON = "no hardware counters"
+"""How the not_run reason of a counter test starts when the machine lacks what reads them: Nsight
+Compute (ncu), or this user's permission to read the GPU's counters (kitgrade.counters)."""
+
+UNGATED_KINDS = ("perf", "counter")
+"""Kinds that measure how well the code uses the hardware rather than whether it is right: a perf
+test scores only when every test of the other kinds of its lab passed, and a counter test (the
+hardware's own counters, read by Nsight Compute; not run where they cannot be read) neither waits
+for that nor closes that gate."""
+
+
+def is_correctness(kind: str) -> bool:
+    """Whether a test of `kind` checks correctness (it gates the lab's perf tests)."""
+    return kind not in UNGATED_KINDS
 
 
 class Status(Enum):
@@ -69,14 +85,21 @@ class TestResult:
             self.score = min(self.points, max(0.0, float(self.measurements["graded_score"])))
 
     def lacked_device(self, gpu_available: bool) -> bool:
-        """Not run only because the machine has no GPU: excused unless --require-gpu.
+        """Not run only because the machine has no GPU, or (a counter test) no hardware counters
+        it can read: excused unless --require-gpu.
 
         A host test is never excused, and on a machine with a GPU only a test that itself
-        reported "no CUDA device" is (perf tests gated by a real failure are not).
+        reported "no CUDA device", or a counter test that could not read counters here, is (perf
+        tests gated by a real failure are not).
         """
         if self.status is not Status.NOT_RUN or self.kind == "host":
             return False
-        return not gpu_available or self.reason == NO_DEVICE_REASON
+        return not gpu_available or self.reason == NO_DEVICE_REASON or self.lacked_counters()
+
+    def lacked_counters(self) -> bool:
+        """Not run only because nothing here could read the GPU's counters (a counter test
+        without Nsight Compute, or without permission to read them)."""
+        return self.status is Status.NOT_RUN and self.reason.startswith(NO_COUNTERS_REASON)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,7 +193,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each phase of runner.run took: "list" (listing, inspection, bans), "correctness"
     (every lab's host and gpu tests, labs side by side), "sanitizer" (the tests run under
-    compute-sanitizer, a few at once), "timed" and "perf" (one at a time)."""
+    compute-sanitizer, a few at once), "timed", "counters" and "perf" (one at a time)."""
 
     @property
     def score(self) -> float:

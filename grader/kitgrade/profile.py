@@ -19,10 +19,8 @@ Exit codes: 0 tables printed, 2 usage error, 3 the build failed or a benchmark d
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import importlib.util
-import io
 import re
 import subprocess
 import textwrap
@@ -30,24 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol, runner, sanitizer, submission
+from . import protocol, runner, submission
 from .build import BuildError, ensure_built
 from .context import SUBMISSION_BUILD, UsageError, default_build_dir, find_lab
+from .ncu import (GLOBAL_VS_IDEAL, SHARED_VS_IDEAL, Counter, demangled, find_ncu, own_kernels,
+                  parse_launches, refusal_reason)
 
 NOT_RUN_EXIT = 4
-
-
-@dataclass(frozen=True)
-class Counter:
-    """One line of a profile table: `metric` is an ncu metric, or "A/B" for the ratio of two."""
-
-    metric: str
-    words: str
-    meaning: str
-
-    @property
-    def raw(self) -> tuple[str, ...]:
-        return tuple(self.metric.split("/"))
 
 
 _LD = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum/l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
@@ -77,16 +64,18 @@ COUNTERS: dict[str, tuple[Counter, ...]] = {
         _DRAM, _SECTORS_LD),
     "02_bounds": (_DRAM, _SECTORS_LD, _SECTORS_ST),
     "03_coalescing": (
-        _SECTORS_LD, _SECTORS_ST, _DRAM,
+        _SECTORS_LD, _SECTORS_ST, GLOBAL_VS_IDEAL, _DRAM,
         Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "shared-memory bank conflicts on loads",
                 "0 with a padded tile; a column read of an unpadded 32 x 32 tile conflicts "
-                "32 ways")),
+                "32 ways"),
+        SHARED_VS_IDEAL),
     "04_tiling": (
         Counter("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "shared-memory bank conflicts on loads",
                 "reads of a tile row by a warp should not conflict; many conflicts mean a "
                 "column walk or a stride that is a multiple of 32"),
+        SHARED_VS_IDEAL,
         Counter("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
                 "FMA pipe busy, % of peak",
                 "higher is more of the time spent on arithmetic rather than waiting on memory"),
@@ -237,10 +226,6 @@ def worker_name(lab_id: str, variant: str) -> str:
     return f"worker_{lab_id}" + ("" if variant == "student" else f"_{variant}")
 
 
-def find_ncu() -> str | None:
-    return sanitizer.find_cuda_tool("ncu")
-
-
 def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: int,
             functions: set[str] = frozenset()) -> list[str]:
     """ncu's command line; `functions`, when given, are the only kernels profiled."""
@@ -250,7 +235,10 @@ def command(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
             if functions else [])
     # Each benchmark runs for about a millisecond (Google Benchmark's --benchmark_min_time in
     # seconds), so that the launches profiled reach every benchmark's kernels, not only the first.
-    return [ncu, "--csv", "--print-kernel-base", "mangled", *only, "--launch-count", str(launches),
+    # Metrics under their names (ncu prints a label where one exists) and in base units (it
+    # scales a value to Mbyte, say, where it sees fit), as the table's ratios and names need.
+    return [ncu, "--csv", "--print-kernel-base", "mangled", "--print-metric-name", "name",
+            "--print-units", "base", *only, "--launch-count", str(launches),
             "--metrics", ",".join(metrics), str(program), "--benchmark_min_time=0.001"]
 
 
@@ -268,87 +256,19 @@ def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
     return proc.stdout
 
 
-def refusal_reason(text: str) -> str:
-    """One line for an ncu run that read no counters, or "" when it read some."""
-    if "ERR_NVGPUCTRPERM" in text:
-        return ("this user may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run "
-                "as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
-                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
-    if "No kernels were profiled" in text:
-        return "ncu profiled no kernel (did the benchmark run any?)"
-    return ""
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
-
-
 def parse_csv(text: str, counters: tuple[Counter, ...],
               by_block: bool = False) -> list[KernelCounters]:
-    """The kernels of ncu's --csv output (one row per kernel launch and metric, after its own
-    log lines) in order of first launch, each with the counters of its first profiled launch;
-    a ratio counter "A/B" is A divided by B (absent when B is 0)."""
-    start = text.find('"ID","Process ID"')
-    if start < 0:
-        return []
-    rows = csv.DictReader(io.StringIO(text[start:]))
-    launches: dict[str, dict[str, float]] = {}
-    names: dict[str, str] = {}
-    for row in rows:
-        # ncu's log lines may follow the table: they have no metric value.
-        launch, name = row.get("ID") or "", row.get("Kernel Name") or ""
-        value = _number(row.get("Metric Value") or "")
-        if not launch or not name or value is None:
-            continue
-        if by_block:  # one kernel at several block sizes: a row each (lab 06)
-            name += f" <<<{row.get('Block Size', '?')}>>>"
-        names.setdefault(launch, name)
-        launches.setdefault(launch, {})[row.get("Metric Name", "")] = value
+    """The kernels of ncu's --csv output in order of first launch, each with the counters of its
+    first profiled launch; a ratio counter "A/B" is A divided by B (absent when B is 0). With
+    `by_block`, one kernel at several block sizes is a kernel per size (lab 06)."""
     kernels: dict[str, KernelCounters] = {}
-    for launch, raw in launches.items():
-        name = names[launch]
-        if name in kernels:
-            continue
-        values = {}
-        for counter in counters:
-            parts = counter.raw
-            if all(p in raw for p in parts):
-                if len(parts) == 1:
-                    values[counter.metric] = raw[parts[0]]
-                elif raw[parts[1]] != 0:
-                    values[counter.metric] = raw[parts[0]] / raw[parts[1]]
-        kernels[name] = KernelCounters(name, values)
+    for launch in parse_launches(text):
+        name = launch.name + (f" <<<{launch.block or '?'}>>>" if by_block else "")
+        if name not in kernels:
+            values = {c.metric: c.value(launch.raw) for c in counters}
+            kernels[name] = KernelCounters(
+                name, {metric: v for metric, v in values.items() if v is not None})
     return list(kernels.values())
-
-
-def own_kernels(worker: Path) -> set[str]:
-    """The kernels compiled from the lab's files (cuobjdump's list beside the worker), or an
-    empty set when the build wrote none (then every kernel is shown)."""
-    listing = worker.with_name(worker.name + ".kernels")
-    if not listing.is_file():
-        return set()
-    return {line.split()[-1] for line in listing.read_text(errors="replace").splitlines()
-            if "STO_ENTRY" in line and line.split()}
-
-
-def demangled(name: str) -> str:
-    """A kernel's own function name, out of an Itanium mangled name (``_Z22transpose_naive_
-    kerneljjPKfPf``, ``_ZN5lab036kernelEv``) or a demangled one (``void k<32>(float *)``)."""
-    if name.startswith("_Z"):
-        i, nested, last = 2, name[2:3] == "N", None
-        i += nested
-        while (match := re.match(r"\d+", name[i:])) is not None:
-            i += match.end()
-            last = name[i:i + int(match.group())]
-            i += int(match.group())
-            if not nested or name[i:i + 1] in ("E", "I"):
-                break
-        return last or name
-    head = re.sub(r"^void\s+", "", name.split("(")[0]).split("<")[0]
-    return head.split("::")[-1].strip() or name
 
 
 def shown(name: str) -> str:

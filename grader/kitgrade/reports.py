@@ -17,8 +17,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TextIO
 
-from . import wrong_maps
-from .model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
+from . import counters, wrong_maps
+from .model import (NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult,
+                    is_correctness)
 
 # ---------------------------------------------------------------- shared wording
 
@@ -53,6 +54,14 @@ def measurement_text(test: TestResult) -> str:
              for who in ("student", "ceiling")]
     if rates[0]:
         parts.append(rates[0] + (f" vs ceiling {rates[1]}" if rates[1] else ""))
+    # A counter test's readings (kitgrade.counters): the worst launch's, and the bar.
+    for name, value in m.items():
+        if name.startswith(counters.READING_PREFIX):
+            key = name[len(counters.READING_PREFIX):]
+            counter = counters.counter_of(key)
+            words = counter.words if counter else key
+            bar = m.get(counters.BAR_PREFIX + key)
+            parts.append(f"{value} {words}" + (f" (at most {bar})" if bar else ""))
     return ", ".join(parts)
 
 
@@ -130,11 +139,13 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
         lines.extend(f"  Note: {note}" for note in lab.notes)
         if lab.error is None:
             step_w = max([len("STEP")] + [len(t.step) for t in lab.tests])
-            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  {'KIND':<5}  {'STATUS':<9}  POINTS")
+            kind_w = max([5] + [len(t.kind) for t in lab.tests])  # "timed"; "counter" is wider
+            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  {'KIND':<{kind_w}}  "
+                         f"{'STATUS':<9}  POINTS")
             for t in lab.tests:
                 status = paint(f"{t.status.value:<9}", _COLOURS[t.status])
                 lines.append(f"  {t.step:<{step_w}}  {_truncate(t.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"
-                             f"  {t.kind:<5}  {status}  {fraction(t.score, t.points):>6}")
+                             f"  {t.kind:<{kind_w}}  {status}  {fraction(t.score, t.points):>6}")
             lines.append("  Steps:")
             for sub in lab.subtotals():
                 lines.append(f"    {sub.step:<{step_w}}  {_truncate(sub.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"
@@ -263,7 +274,7 @@ def leaderboard_entries(run: RunResult) -> list[dict]:
     board = []
     for lab in run.labs:
         tests = lab.tests
-        if lab.error is not None or any(t.kind != "perf" and t.status is not Status.PASSED
+        if lab.error is not None or any(is_correctness(t.kind) and t.status is not Status.PASSED
                                         for t in tests):
             continue
         for t in tests:

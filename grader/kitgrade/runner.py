@@ -8,9 +8,11 @@ found one bans fail without running (kitgrade.bans); the other correctness tests
 of a lab may run in parallel; its sanitizer tests (kinds memcheck, racecheck, synccheck,
 initcheck) run after those, each alone in a process under compute-sanitizer, several labs' side
 by side (kitgrade.sanitizer gives their verdicts); its timed ones (correctness judged by
-durations, which a test beside them would disturb) run afterwards, one at a time; its perf tests
-run last, one at a time with nothing else running, and only if every correctness test that ran
-passed.
+durations, which a test beside them would disturb) run afterwards, one at a time; then its
+counter tests, one at a time, each in a process of its own under Nsight Compute (kitgrade.counters
+gives their verdicts); its perf tests run last, one at a time with nothing else running, and only
+if every correctness test that ran passed (counter tests are not among them: they neither gate
+the perf tests nor wait for them).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, inspect, protocol, sanitizer, thresholds
+from . import bans, counters, inspect, ncu, protocol, sanitizer, thresholds
 from .manifest import Lab
-from .model import NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult
+from .model import (NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult,
+                    is_correctness)
 
 VARIANT_PREFIX = {"student": "grade", "reference": "reference"}
 """Binary name prefix per variant: grade_01_indexing is built from labs/, reference_* from solutions/."""
@@ -278,6 +281,23 @@ class _Lab:
             with ThreadPoolExecutor(max_workers=shards) as pool:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
+    def run_counted(self, spec: protocol.TestSpec, ncu_path: str | None,
+                    gpu_available: bool) -> None:
+        """Runs one counter test under Nsight Compute (`ncu_path`; None when it is missing, and
+        the test is not run, as it is without a GPU)."""
+        if self.fail_fast and self.failed():
+            outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
+        elif not gpu_available:
+            outcome = protocol.Outcome(Status.NOT_RUN, NO_DEVICE_REASON)
+        elif ncu_path is None:
+            outcome = protocol.Outcome(Status.NOT_RUN, counters.NO_NCU_REASON)
+        else:
+            worker = self.target.worker
+            own = ncu.own_kernels(worker) if worker is not None else set()
+            outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
+                                        self.timeout, self.extra, own, self.target.lab.number)
+        self.finish(spec, outcome)
+
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
                gpu_available: bool = True, timings: dict[str, float] | None = None
@@ -286,8 +306,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows); then the sanitizer tests, each in a process of its own under
     compute-sanitizer, up to SANITIZER_SESSIONS at once; then, one lab at a time with nothing else
-    on the GPU, its timed tests and, if every correctness test passed, its perf tests. `timings`
-    gets the seconds of each phase (RunResult.timings)."""
+    on the GPU, its timed tests, its counter tests (each under Nsight Compute) and, if every
+    correctness test passed, its perf tests. `timings` gets the seconds of each phase
+    (RunResult.timings)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
@@ -328,6 +349,14 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab.run(lab.pending(("timed",)))
         drain()
     clock = _lap(timings, "timed", clock)
+
+    # Counter tests, one at a time with nothing else on the GPU: ncu takes its counters.
+    ncu_path = ncu.find_ncu()
+    for lab in graded:
+        for spec in lab.pending((counters.KIND,)):
+            lab.run_counted(spec, ncu_path, gpu_available)
+        drain()
+    clock = _lap(timings, "counters", clock)
 
     for lab in graded:
         _perf(lab, gpu_available)
@@ -448,7 +477,8 @@ def _prepare(target: LabTarget, options: RunOptions,
 def _perf(lab: _Lab, gpu_available: bool) -> None:
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
     ban never ran, so they do not close the gate); else each is not run, saying why."""
-    correctness = [lab.by_id[s.id] for s in lab.listing if s.kind != "perf" and s.id not in lab.unrun]
+    correctness = [lab.by_id[s.id] for s in lab.listing
+                   if is_correctness(s.kind) and s.id not in lab.unrun]
     gate_open = all(t.status is Status.PASSED for t in correctness)
     closing = [t for t in correctness
                if t.status is not Status.PASSED and not t.lacked_device(gpu_available)]

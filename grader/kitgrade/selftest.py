@@ -30,7 +30,9 @@ known-wrong submissions or release command): it runs 1-3, 5 (every stub compiles
 every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
-skipped and never as passed; --require-gpu turns them into failures. The last line reads
+skipped and never as passed; --require-gpu turns them into failures. So are the counter tests
+(kind counter) where Nsight Compute is missing or this user may not read the GPU's counters
+("not run: no hardware counters: ..."). The last line reads
 ``selftest: N passed, M failed, K skipped``.
 """
 
@@ -54,7 +56,7 @@ from typing import TextIO
 from . import check, reports, runner, sanitizer, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
-from .model import LabResult, RunResult, Status, TestResult
+from .model import LabResult, RunResult, Status, TestResult, is_correctness
 from .context import default_build_dir, find_lab
 
 FAKE_TIMEOUT_S = 5.0
@@ -519,7 +521,7 @@ def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_neede
     for test in result.tests:
         by_step.setdefault(test.step, []).append(test)
     excused = lambda t: t.lacked_device(run.gpu_available)  # noqa: E731
-    correctness_lost = any(t.status.is_problem for t in result.tests if t.kind != "perf")
+    correctness_lost = any(t.status.is_problem for t in result.tests if is_correctness(t.kind))
     for step in lab.steps:
         tests = by_step.get(step.id, [])
         lost = [t for t in tests if t.status.is_problem or
@@ -639,9 +641,9 @@ def _finish(tally: Tally, out: TextIO) -> int:
     if tally.failures:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
-        out.write(f"\n{tally.skipped} checks not run (no CUDA device, no Doxygen or Chromium, "
-                  "--skip-edition): skipped, not passed; --require-gpu / --require-docs make "
-                  "them failures\n")
+        out.write(f"\n{tally.skipped} checks not run (no CUDA device or counters, no Doxygen or "
+                  "Chromium, --skip-edition): skipped, not passed; --require-gpu / "
+                  "--require-docs make them failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")

@@ -2,11 +2,11 @@
 do next, instead of every test of every step.
 
 For one lab: a header (lab, variant, seed, GPU), a line per step (done / to do / failing /
-not run: no CUDA device), the Score, then the first unfinished step in detail (how many of its
-tests fail, the first one or two failures with the start of their messages) and "Next:" with
-commands that work when pasted from the repository root. For several labs: a line per lab and
+not run: no CUDA device / not run: no counters), the Score, then the first unfinished step in
+detail (how many of its tests fail, the first one or two failures with the start of their
+messages) and "Next:" with commands that work when pasted from the repository root. For several labs: a line per lab and
 the detail of the first unfinished one. Without a GPU it says so once and never counts the GPU
-tests as passed.
+tests as passed; likewise the counter tests where nothing can read the GPU's counters.
 
 Everything fits in `width` columns (long message lines are cut with "…") and in about one
 screen; `kit.py grade --verbose` and the report files have everything else
@@ -37,11 +37,14 @@ KIT = "python3 grader/kit.py"
 """How every command shown starts: it works pasted from the repository root."""
 
 DONE, TO_DO, FAILING, NO_DEVICE = "done", "to do", "failing", "not run: no CUDA device"
-_MARKS = {DONE: "✓", TO_DO: "○", FAILING: "✗", NO_DEVICE: "–"}
-_COLOURS = {DONE: "32", TO_DO: "33", FAILING: "31", NO_DEVICE: "33"}
+NO_COUNTERS = "not run: no counters"
+_MARKS = {DONE: "✓", TO_DO: "○", FAILING: "✗", NO_DEVICE: "–", NO_COUNTERS: "–"}
+_COLOURS = {DONE: "32", TO_DO: "33", FAILING: "31", NO_DEVICE: "33", NO_COUNTERS: "33"}
 
 NO_GPU_NOTICE = "no CUDA device: GPU steps were not run; run this on a machine with an NVIDIA GPU"
 """Said once when GPU tests could not run (80 columns: one line in a standard terminal)."""
+NO_COUNTERS_NOTICE = "no hardware counters: counter tests not run (see docs/students.md)"
+"""Said once when counter tests could not run on a machine with a GPU (no ncu, no permission)."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,16 @@ def step_views(lab: LabResult, gpu_available: bool) -> list[StepView]:
 
 def step_state(tests: Sequence[TestResult], gpu_available: bool) -> str:
     """done: every test passed; failing: one failed, crashed or timed out; not run: no CUDA
-    device: the rest passed but some could not run without a GPU; to do: waiting on something
+    device: the rest passed but some could not run without a GPU (not run: no counters: only
+    counter tests, where nothing could read the GPU's counters); to do: waiting on something
     else (a perf test behind the correctness gate)."""
     if all(t.status is Status.PASSED for t in tests):
         return DONE
     if any(t.status.is_problem for t in tests):
         return FAILING
     if all(t.status is Status.PASSED or t.lacked_device(gpu_available) for t in tests):
-        return NO_DEVICE
+        return NO_COUNTERS if all(t.status is Status.PASSED or t.lacked_counters()
+                                  for t in tests) else NO_DEVICE
     return TO_DO
 
 
@@ -213,6 +218,8 @@ class _View:
             return step.state, f"{step.label} {step.state}"
         if all(s.state == DONE for s in steps):
             return DONE, DONE
+        if all(s.state in (DONE, NO_COUNTERS) for s in steps):
+            return NO_COUNTERS, "counter tests not run"
         return NO_DEVICE, "GPU steps not run"
 
     def _row(self, state: str, middle: str, status: str) -> str:
@@ -227,10 +234,17 @@ class _View:
 
     def _score_line(self, lab: LabResult) -> str:
         line = reports.lab_score_line(lab)
-        missing = sum(t.points for t in lab.tests if t.lacked_device(self.gpu))
+        needs = [(sum(t.points for t in lab.tests if self._lacked_gpu(t)), "a GPU"),
+                 (sum(t.points for t in lab.tests if t.lacked_counters()), "hardware counters")]
+        missing = [f"{reports.fmt_points(points)} points need {what}" for points, what in needs
+                   if points]
         if missing:
-            line += f" ({reports.fmt_points(missing)} points need a GPU)"
+            line += f" ({', '.join(missing)})"
         return self._cut(line)
+
+    def _lacked_gpu(self, test: TestResult) -> bool:
+        """Not run for lack of a GPU (a counter test that lacked only counters did not)."""
+        return test.lacked_device(self.gpu) and not test.lacked_counters()
 
     def _total_line(self) -> str:
         run = self.run
@@ -240,10 +254,14 @@ class _View:
         return self._cut(line)
 
     def _device_notice(self, labs: Sequence[LabResult]) -> list[str]:
-        """Once, when some GPU test could not run for lack of a device."""
-        if not any(t.lacked_device(self.gpu) for lab in labs for t in lab.tests):
-            return []
-        return self._wrap(NO_GPU_NOTICE)
+        """Once, when some GPU test could not run for lack of a device, or (with a GPU) a
+        counter test for lack of counters."""
+        tests = [t for lab in labs for t in lab.tests]
+        if any(self._lacked_gpu(t) for t in tests):
+            return self._wrap(NO_GPU_NOTICE)
+        if any(t.lacked_counters() for t in tests):
+            return self._wrap(NO_COUNTERS_NOTICE)
+        return []
 
     def _step_heading(self, lab: LabResult, step: StepView, show_lab: bool) -> str:
         where = f"{lab.lab} · " if show_lab else ""
@@ -252,9 +270,12 @@ class _View:
             what = f"{len(step.failing)} of {total} tests fail"
         else:
             what = "waiting"
-        lacking = sum(1 for t in step.tests if t.lacked_device(self.gpu))
+        lacking = sum(1 for t in step.tests if self._lacked_gpu(t))
         if lacking:
             what += f", {lacking} need a GPU"
+        counting = sum(1 for t in step.tests if t.lacked_counters())
+        if counting:
+            what += f", {counting} need hardware counters"
         return f"{where}{step.label}: {what} · {step.title}"
 
     def _failures(self, step: StepView, room: int) -> list[str]:
@@ -297,6 +318,12 @@ class _View:
         if len(graded) < len(labs):
             return ["", *self._wrap("Every lab that could be graded passed; why the others "
                                     "could not:"),
+                    self._cut(f"  {self._grade_command(*labs)} --verbose")]
+        if not any(self._lacked_gpu(t) for lab in graded for t in lab.tests) and \
+                any(t.lacked_counters() for lab in graded for t in lab.tests):
+            return ["", *self._wrap("Every test that could run here passed. The counter tests "
+                                    "need Nsight Compute and permission to read the GPU's "
+                                    "counters (docs/students.md). Every test and message:"),
                     self._cut(f"  {self._grade_command(*labs)} --verbose")]
         if any(t.lacked_device(self.gpu) for lab in graded for t in lab.tests):
             return ["", *self._wrap("Every test that could run here passed. The GPU steps need "

@@ -16,6 +16,11 @@ Environment:
     FAKE_TESTS            comma-separated keys of TESTS to offer (default: all)
     FAKE_TESTS_<LAB>      the same for one lab only, e.g. FAKE_TESTS_01_ALPHA
     FAKE_GPU=1            pretend a GPU is present
+    FAKE_KINDS            comma-separated key=kind: list those tests with another kind, e.g.
+                          gpu=counter (a counter test skips itself, as kit::CounterTest does,
+                          unless the runner passed --kit_counters=ncu)
+    FAKE_PROPS            a JSON object of properties every test records
+    FAKE_PRINT            text every test prints when it starts
     FAKE_LIST             "fail" (exit 2), "garbage" (not JSON) or "wrong_variant"
     FAKE_TIMED_FAILS      1: the timed test fails
     FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
@@ -97,13 +102,18 @@ def kit_list(lab: str, variant: str) -> int:
         return 0
     name = lab.split("_", 1)[1]
     hidden = set(os.environ.get("FAKE_HIDDEN", "").split(","))
-    tests = [{"id": t[0], "step": f"{name}.{t[1]}", "kind": t[2], "points": t[3], "title": t[4],
-              **({"hidden": True} if key in hidden else {})}
+    tests = [{"id": t[0], "step": f"{name}.{t[1]}", "kind": kind_of(key), "points": t[3],
+              "title": t[4], **({"hidden": True} if key in hidden else {})}
              for key, t in offered(lab).items()]
     if mode == "wrong_variant":
         variant = "reference" if variant == "student" else "student"
     print(json.dumps({"lab": lab, "variant": variant, "tests": tests}))
     return 0
+
+
+def kind_of(key: str) -> str:
+    kinds = dict(item.split("=", 1) for item in os.environ.get("FAKE_KINDS", "").split(",") if item)
+    return kinds.get(key, TESTS[key][2])
 
 
 def kit_device() -> int:
@@ -129,7 +139,10 @@ def gtest_json(test_id: str, result: str, failures: list[str], props: dict[str, 
 def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     """Does what test `key` does; returns (gtest result, failures, properties) if it returns."""
     gpu = os.environ.get("FAKE_GPU") == "1"
-    props = {"seed": os.environ.get("KIT_SEED", ""), "pid": str(os.getpid())}
+    props = {"seed": os.environ.get("KIT_SEED", ""), "pid": str(os.getpid()),
+             **json.loads(os.environ.get("FAKE_PROPS", "{}"))}
+    if kind_of(key) == "counter" and not COUNTERS_PROFILED:
+        return "SKIPPED", [], {**props, "not_run": "counters are read only under Nsight Compute"}
     if key in ("pass", "hidden"):
         return "COMPLETED", [], props
     if key == "fail":
@@ -207,6 +220,7 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
 
 VERDICT_DIR = ""
 NONCE = b""
+COUNTERS_PROFILED = False
 written = 0
 
 
@@ -242,6 +256,7 @@ def run_filtered(lab: str, test_filter: str) -> int:
             with open(log, "a") as f:
                 f.write(f"start {test_id} {time.monotonic()}\n")
         print(f"[ RUN      ] {test_id}", flush=True)
+        print(os.environ.get("FAKE_PRINT", ""), end="", flush=True)
         result, failures, props = run(key, test_id)
         payload = json.dumps(gtest_json(test_id, result, failures, props)).encode()
         if key == "tampered":  # e.g. a thread of the test's that edits the file as it appears
@@ -269,10 +284,15 @@ def main(argv: list[str]) -> int:
     if argv == ["--kit_device"]:
         return kit_device()
     flags = dict(arg.split("=", 1) for arg in argv if "=" in arg)
-    if set(flags) != {"--gtest_filter", "--kit_verdicts"} or len(argv) != 2:
+    global VERDICT_DIR, NONCE, COUNTERS_PROFILED
+    # What the runner adds for a counter test: the judge's flag, and with it the time limit that
+    # a judge's arguments end with.
+    COUNTERS_PROFILED = flags.pop("--kit_counters", None) == "ncu"
+    if COUNTERS_PROFILED:
+        flags.pop("--kit_timeout", None)
+    if set(flags) != {"--gtest_filter", "--kit_verdicts"} or len(argv) != 2 + 2 * COUNTERS_PROFILED:
         print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
         return 2
-    global VERDICT_DIR, NONCE
     VERDICT_DIR = flags["--kit_verdicts"]
     NONCE = take_nonce()
     if len(NONCE) < 32:

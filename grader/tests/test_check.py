@@ -170,6 +170,23 @@ class CheckCopyTest(unittest.TestCase):
         self.assert_one_new("grader/thresholds.conf:", "indexing.forgotten_bar",
                             "used by no grader")
 
+    def test_bars_in_the_wrong_order(self) -> None:
+        # A counter bar is a most: the reference's may not be above the student's.
+        self.edit("grader/thresholds.conf", "coalescing.global_sectors_vs_ideal      1.25      1.05",
+                  "coalescing.global_sectors_vs_ideal      1.25      1.5")
+        self.assert_one_new("[default]: 'coalescing.global_sectors_vs_ideal' is a counter bar",
+                            "must not be above its student bar 1.25")
+        self.edit("grader/thresholds.conf", "coalescing.global_sectors_vs_ideal      1.25      1.5",
+                  "coalescing.global_sectors_vs_ideal      1.25      1.05")
+        self.edit("grader/thresholds.conf", "tiling.tiled_vs_naive                   1.15      1.30",
+                  "tiling.tiled_vs_naive                   1.15      1.10")
+        self.assert_one_new("'tiling.tiled_vs_naive': its reference bar 1.1 must not be below")
+
+    def test_a_counter_bar_in_plausible_conf(self) -> None:
+        self.append("grader/plausible.conf", "coalescing.global_sectors_vs_ideal  2\n")
+        self.assert_one_new("grader/plausible.conf: 'coalescing.global_sectors_vs_ideal' is a "
+                            "counter bar")
+
     def test_step_ids_include_lines_and_comments_are_not_keys(self) -> None:
         self.append("grader/01_indexing/test_indexing.cu",
                     '\n#include "indexing.h"\n// "indexing.in_a_comment"\n'

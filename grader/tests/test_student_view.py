@@ -17,7 +17,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from kitgrade import console, student_view
+from kitgrade import console, counters, student_view
 from kitgrade.cli import main
 from kitgrade.manifest import Manifest, parse_manifest
 from kitgrade.model import NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult
@@ -244,6 +244,22 @@ class OneLabTest(ViewCase):
         self.assertEqual(text.count("no CUDA device: GPU steps were not run"), 1)
         self.assertNotIn("done", [line.split()[-1] for line in lines[1:6]])  # never as passed
         self.assert_next(lines, "python3 grader/kit.py grade 01 --variant reference --verbose")
+
+    def test_counter_tests_without_counters_are_not_work_for_the_student(self) -> None:
+        # A GPU, but no ncu: steps 1 and 2 pass but for a counter test each; step 3 fails.
+        lab = lab01({"indexing.1": "pass", "indexing.2": "pass", "indexing.4": "pass",
+                     "indexing.perf": "pass"}, gpu=True)
+        for n in "12":
+            lab.tests.append(result(f"indexing.{n}", f"Counters.Step{n}", "counter",
+                                    Status.NOT_RUN, counters.NO_NCU_REASON, points=2))
+        lines = self.render(run_of(lab, gpu=True))
+        text = "\n".join(lines)
+        self.assert_step_table(lines, {"Step 1   ": "not run: no counters",
+                                       "Step 3   ": "failing"})
+        self.assertIn("(4 points need hardware counters)", text)
+        self.assertEqual(text.count(student_view.NO_COUNTERS_NOTICE), 1)
+        self.assertNotIn("no CUDA device", text)
+        self.assert_next(lines, "python3 grader/kit.py hint 01 3")
 
     def test_lab_that_could_not_be_graded(self) -> None:
         lab = LabResult("01_indexing", "Thread indexing", "student", dict(STEPS),

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -38,14 +39,20 @@ namespace kit {
 /// correctness on a GPU by comparing durations (e.g. a stage is as long as its work needs), so the
 /// runner runs it on its own, after the host and gpu tests, never beside another test; `perf`
 /// measures against a ceiling, also on its own, and scores only when every correctness test
-/// (every kind but perf) of its lab passed.
+/// (every kind but perf and counter) of its lab passed.
 ///
 /// `memcheck`, `racecheck`, `synccheck` and `initcheck` are gpu tests that the runner runs, each in
 /// a process of its own, under compute-sanitizer's tool of that name: one passes only when its own
 /// checks pass and the tool reports nothing (docs/grading.md, "Sanitizer steps"). Without
 /// compute-sanitizer or a GPU they are not run, never passed. Keep them small: the tool starts in
 /// seconds and slows every kernel many times over.
-enum class Kind { host, gpu, timed, perf, memcheck, racecheck, synccheck, initcheck };
+///
+/// `counter`: a CounterTest, whose run the runner watches with Nsight Compute (ncu), alone and
+/// after the timed tests; it passes only when its own checks pass and ncu's readings of the
+/// student's kernels keep within their bars (docs/grading.md, "Counter checks"). Without ncu or
+/// permission to read the GPU's counters it is not run, never passed. A counter test neither
+/// gates the perf tests nor is gated by them.
+enum class Kind { host, gpu, timed, perf, memcheck, racecheck, synccheck, initcheck, counter };
 
 /// The grading metadata of one test (or one parameterized test pattern).
 struct TestMeta {
@@ -101,6 +108,30 @@ class PerfTest : public GpuTest {
                              const std::string& threshold_key, const char* unit, double unit_scale);
 };
 
+/// Base fixture for counter tests (kind `counter`): a GpuTest that calls the student's code on
+/// small fixed shapes, checks its results as any gpu test does (so a stub, or code that is wrong,
+/// fails here and earns nothing), then names with expect_counters() the keys of
+/// grader/thresholds.conf whose counters every launch of the student's kernels in the test must
+/// keep within their bars. The process cannot read its own counters (ncu reports them once it
+/// ends): each key's bar goes into the signed verdict, and the runner, which started the process
+/// under ncu, compares (grader/kitgrade/counters.py). Run any other way, the test is skipped.
+///
+/// Every kernel profiled in the test is held to the bars, so a counter test launches none of the
+/// judge's own, and calls nothing that updates its data in place (ncu may replay a kernel).
+class CounterTest : public GpuTest {
+ protected:
+  void SetUp() override;
+
+  /// Records each key's bar (this build's, on this GPU) and section for the runner. A key is
+  /// `<lab>.<counter>`, the counter one of grader/kitgrade/counters.py (e.g.
+  /// "coalescing.global_sectors_vs_ideal"); its bars are the most the counter may read.
+  void expect_counters(std::initializer_list<const char*> keys);
+};
+
+/// Marks this process as started by the runner under Nsight Compute for its counter tests (the
+/// judge's --kit_counters flag); CounterTest skips itself otherwise.
+void set_counters_profiled(bool profiled);
+
 /// Checks a guarded device output against `expected`: no write outside it, every element written,
 /// every element within `tol`. The failure message names elements, owners under `launch`, and the
 /// seed. `what` names the output ("y", "out").
@@ -147,9 +178,9 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
   [[maybe_unused]] static const bool kit_registered_##Fixture##_##Name =                        \
       ::kit::register_test({#Fixture, #Name, step, ::kit::Kind::kind, points, title, hidden})
 
-/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf, or a
-/// compute-sanitizer tool: memcheck, racecheck, synccheck, initcheck), points and a human title,
-/// declared together.
+/// A graded test: `TEST_F(Fixture, Name)` plus its lab step, kind (host, gpu, timed, perf, a
+/// compute-sanitizer tool: memcheck, racecheck, synccheck, initcheck, or counter), points and a
+/// human title, declared together.
 #define KIT_TEST(Fixture, Name, step, kind, points, title)             \
   KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
   TEST_F(Fixture, Name)
