@@ -25,6 +25,7 @@
 #include "kit/buffers.h"
 #include "kit/check.h"
 #include "kit/remote.h"
+#include "kit/test.h"
 #include "kit/timing.h"
 #include "driver_vmm.h"
 
@@ -178,7 +179,10 @@ void start_worker() {
     if (dup2(fds[1], 3) < 0) _exit(126);
     for (int fd = 4; fd < 1024; ++fd) close(fd);
     setenv("KIT_REMOTE_FD", "3", 1);
-    char* argv[] = {const_cast<char*>(j.worker_path.c_str()), nullptr};
+    // Under Nsight Compute, an argument the worker reads before any student code runs.
+    char under_ncu[] = "--kit_under_ncu";
+    char* argv[] = {const_cast<char*>(j.worker_path.c_str()),
+                    kit::counters_profiled() ? under_ncu : nullptr, nullptr};
     execv(j.worker_path.c_str(), argv);
     std::fprintf(stderr, "kit judge: cannot start the worker %s: %s\n", j.worker_path.c_str(),
                  std::strerror(errno));

@@ -11,6 +11,7 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -18,6 +19,7 @@
 #include <sched.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -59,10 +61,20 @@ extern const kit::remote::Entry* kit_remote_entries(std::size_t* count);
 //   driver: a thread started by student code before main() is a forbidden result.
 // KIT_NO_SANDBOX=1 (set by whoever starts the judge, never by student code) turns it off for
 // debugging. What was applied is in kit_sandbox_status, which the judge asks for (kit::sandbox()).
+//
+// Under Nsight Compute (the counter tests) the judge starts the worker with kUnderNcuFlag. ncu's
+// injection in this process must create its lock file in ${TMPDIR:-/tmp}/nvidia/nsight_compute
+// before it profiles a kernel, so Landlock lets files be created and written beneath that folder
+// and nowhere else; and the kernel check is off (below). The flag and TMPDIR are read here, from
+// the arguments and environment the program was started with, before any constructor of the
+// student's code could change either.
 namespace {
 
+constexpr char kUnderNcuFlag[] = "--kit_under_ncu";
 char kit_sandbox_status[256] = "not applied";
 bool kit_confine_files = false;  // main() applies Landlock once the driver has started
+bool kit_under_ncu = false;
+char kit_ncu_tmp[512] = "/tmp";  // TMPDIR as started: ncu's lock folder is beneath it
 
 // The shared libraries the program was started with (its own dependencies, which the kit's build
 // chose: student code cannot add one), one path per line between newlines. Taken in .preinit_array,
@@ -115,6 +127,30 @@ std::vector<sock_filter> seccomp_program() {
   return program;
 }
 
+// ncu's lock folder, ${TMPDIR:-/tmp}/nvidia/nsight_compute, opened (O_PATH) for a Landlock rule;
+// missing folders are created. Each part of the path is opened without following a symbolic
+// link, so a link planted by earlier code cannot point the rule at another folder. -1: failed.
+int open_ncu_lock_folder() {
+  std::string path = std::string(kit_ncu_tmp) + "/nvidia/nsight_compute";
+  int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::size_t at = 1;
+  while (dir >= 0 && at < path.size()) {
+    const std::size_t end = std::min(path.find('/', at), path.size());
+    const std::string part = path.substr(at, end - at);
+    at = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      close(dir);
+      return -1;
+    }
+    mkdirat(dir, part.c_str(), 0777);  // exists already: EEXIST, and the open below decides
+    const int next = openat(dir, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(dir);
+    dir = next;
+  }
+  return dir;
+}
+
 // Landlock (linux/landlock.h); returns the ABI version applied, 0 where the kernel has none.
 int apply_landlock() {
 #ifndef __NR_landlock_create_ruleset
@@ -154,6 +190,19 @@ int apply_landlock() {
     ok = syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) == 0;
     close(dev);
   }
+  // Under Nsight Compute: its lock file may be created, written and removed in its own folder
+  // (without that folder, ncu cannot profile and the counter test fails, confined all the same).
+  if (ok && kit_under_ncu) {
+    const int lock_folder = open_ncu_lock_folder();
+    if (lock_folder >= 0) {
+      landlock_path_beneath_attr rule{};
+      rule.allowed_access = device_files | LANDLOCK_ACCESS_FS_MAKE_REG |
+                            LANDLOCK_ACCESS_FS_REMOVE_FILE;
+      rule.parent_fd = lock_folder;
+      ok = syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) == 0;
+      close(lock_folder);
+    }
+  }
   ok = ok && syscall(__NR_landlock_restrict_self, ruleset, 0) == 0;
   close(ruleset);
   return ok ? static_cast<int>(abi) : 0;
@@ -168,8 +217,14 @@ bool apply_seccomp() {
 
 #endif
 
-void apply_sandbox() {
+void apply_sandbox(int argc, char** argv, char** envp) {
   note_start_libraries();
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], kUnderNcuFlag) == 0) kit_under_ncu = true;
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) == 0 && (*e)[7] == '/' &&
+        std::strlen(*e + 7) < sizeof kit_ncu_tmp)
+      std::strcpy(kit_ncu_tmp, *e + 7);
   const char* off = std::getenv("KIT_NO_SANDBOX");
   if (off != nullptr && std::strcmp(off, "1") == 0) {
     std::snprintf(kit_sandbox_status, sizeof kit_sandbox_status, "off (KIT_NO_SANDBOX=1)");
@@ -189,7 +244,10 @@ void apply_sandbox() {
 #endif
 }
 
-__attribute__((section(".preinit_array"), used)) void (*const kit_sandbox_first)() = apply_sandbox;
+// The C library calls .preinit_array functions with the program's argc, argv and environment.
+__attribute__((section(".preinit_array"), used)) void (*const kit_sandbox_first)(int, char**,
+                                                                               char**) =
+    apply_sandbox;
 
 }  // namespace
 
@@ -262,10 +320,10 @@ bool read_exact(int fd, char* out, std::size_t size) {
 // kernel's name. Every reply carries the names launched since the previous one; the judge compares
 // them with the kernels compiled into this worker (cuobjdump's list, written when it was linked),
 // so a kernel of a library, or of a module loaded at run time, is a ban hit naming it.
-// KIT_KERNEL_CHECK=off (set by the judge when the runner starts it under Nsight Compute for its
-// counter tests, never by student code) leaves CUPTI alone: an application that uses CUPTI cannot
-// be profiled by Nsight Compute, which reads every launch itself (grader/kitgrade/counters.py
-// fails a launch of a kernel that is not in the worker).
+// Under Nsight Compute (kit_under_ncu: the judge's argument, read before any student code ran)
+// CUPTI is left alone: an application that uses CUPTI cannot be profiled by Nsight Compute, which
+// reads every launch itself (grader/kitgrade/counters.py fails a launch of a kernel that is not
+// in the worker).
 std::mutex launched_mutex;
 std::set<std::string> launched;
 std::string kernel_check = "off (the worker was built without CUPTI)";
@@ -285,8 +343,7 @@ bool launches_a_kernel(const std::string& api) {
 }
 
 void start_kernel_check() {
-  const char* check = std::getenv("KIT_KERNEL_CHECK");
-  if (check != nullptr && std::strcmp(check, "off") == 0) {
+  if (kit_under_ncu) {
     kernel_check = "off (under Nsight Compute, which reads every launch)";
     return;
   }

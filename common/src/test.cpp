@@ -63,13 +63,14 @@ void GpuTest::TearDown() {
 }
 
 namespace {
-bool& counters_profiled() {
+bool& profiled_flag() {
   static bool profiled = false;
   return profiled;
 }
 }  // namespace
 
-void set_counters_profiled(bool profiled) { counters_profiled() = profiled; }
+void set_counters_profiled(bool profiled) { profiled_flag() = profiled; }
+bool counters_profiled() { return profiled_flag(); }
 
 void CounterTest::SetUp() {
   GpuTest::SetUp();

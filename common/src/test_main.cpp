@@ -402,11 +402,8 @@ int main(int argc, char** argv) {
   const std::string run_key = take_run_key();
   const std::string verdict_dir = take_flag(argc, argv, "--kit_verdicts=");
   // The runner started this process under Nsight Compute for its counter tests (kit/test.h).
-  // A worker using CUPTI cannot be profiled, and ncu reads every launch anyway: the judge's
-  // worker, which inherits this environment, leaves its kernel check off (remote_worker.cu).
-  const bool counters = !take_flag(argc, argv, "--kit_counters=").empty();
-  kit::set_counters_profiled(counters);
-  if (counters) setenv("KIT_KERNEL_CHECK", "off", 1);
+  // Under ncu a judge starts its worker so that ncu can profile it (kit/test.h).
+  kit::set_counters_profiled(!take_flag(argc, argv, "--kit_counters=").empty());
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.

@@ -180,6 +180,11 @@ def verdict(outcome: protocol.Outcome, returncode: int | None, text: str, own: I
     if returncode != 0:
         return not_run(f"ncu could not read the counters (exit {returncode})",
                        errors[0] if errors else _log_head(text))
+    tampered = ncu.foreign_rows(text)
+    if tampered:
+        return failed("ncu's log holds rows that ncu did not write",
+                      [f"{tampered}: the counters cannot be trusted, so this test does not pass",
+                       "(the kit never writes there; did your code write to a file?)"])
     launches = ncu.parse_launches(text)
     if not launches:
         if errors:

@@ -97,6 +97,29 @@ def parse_launches(text: str) -> list[Launch]:
     return list(launches.values())
 
 
+def foreign_rows(text: str) -> str:
+    """Why ncu's --csv log cannot be all ncu's own, or "" when nothing says so: a NUL byte, a
+    second table header, or a launch's metric given twice. ncu writes each once; a log with more
+    was written to by someone else (code that ran before the worker's sandbox was complete could
+    open the log by its name), and later rows would replace a launch's real readings."""
+    if "\0" in text:
+        return "ncu's log holds NUL bytes"
+    if text.count('"ID","Process ID"') > 1:
+        return "ncu's log holds more than one table"
+    start = text.find('"ID","Process ID"')
+    if start < 0:
+        return ""
+    seen: set[tuple[str, str, str]] = set()
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        key = (row.get("Process ID") or "", row.get("ID") or "", row.get("Metric Name") or "")
+        if not key[1] or not key[2]:
+            continue
+        if key in seen:
+            return f"ncu's log gives metric {key[2]} of launch {key[1]} twice"
+        seen.add(key)
+    return ""
+
+
 def refusal_reason(text: str) -> str:
     """One line for an ncu run that read no counters, or "" when it read some."""
     if "ERR_NVGPUCTRPERM" in text:

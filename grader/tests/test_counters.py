@@ -141,6 +141,17 @@ class Verdicts(unittest.TestCase):
         self.assertIn("1.50", outcome.reason)
         self.assertIn("launch 2 of 2", outcome.output)
 
+    def test_rows_ncu_did_not_write_fail(self) -> None:
+        # Code that wrote good readings into ncu's log ahead of ncu's own (a second row for the
+        # same launch and metric, a second table, NUL bytes left by a write at a far offset).
+        forged = (row(0, AOS, GLOBAL, "32,768"), row(0, AOS, GLOBAL_IDEAL, "32,768"))
+        for text in (log(*forged, row(0, AOS, GLOBAL, "81,920"), row(0, AOS, GLOBAL_IDEAL, "32,768")),
+                     STRIDED + CLEAN, STRIDED + "\0" * 8 + "\n".join(forged)):
+            outcome = verdict(passed(KEY), text)
+            self.assertIs(outcome.status, Status.FAILED, text)
+            self.assertEqual(outcome.reason, "ncu's log holds rows that ncu did not write")
+        self.assertEqual(ncu.foreign_rows(CLEAN), "")
+
     def test_the_reference_is_held_to_its_own_bar(self) -> None:
         text = log(row(0, AOS, GLOBAL, "41"), row(0, AOS, GLOBAL_IDEAL, "40"))
         self.assertIs(verdict(passed(KEY), text).status, Status.PASSED)

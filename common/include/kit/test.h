@@ -131,6 +131,9 @@ class CounterTest : public GpuTest {
 /// Marks this process as started by the runner under Nsight Compute for its counter tests (the
 /// judge's --kit_counters flag); CounterTest skips itself otherwise.
 void set_counters_profiled(bool profiled);
+/// True after set_counters_profiled(true): the judge then starts its worker so that Nsight Compute
+/// can profile it (remote_worker.cu).
+bool counters_profiled();
 
 /// Checks a guarded device output against `expected`: no write outside it, every element written,
 /// every element within `tol`. The failure message names elements, owners under `launch`, and the
