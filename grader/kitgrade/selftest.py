@@ -127,7 +127,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     if args.labs:
         labs = [find_lab(ctx.manifest(), name) for name in args.labs]
 
-    unit_report = build_dir / "selftest-python-unit-tests.json"
+    unit_report = build_dir / f"selftest-python-unit-tests-{os.getpid()}.json"  # one per run
     unit_tests = _start_python_unit_tests(root, unit_report)
     _section(out, "Build")
     try:
@@ -327,6 +327,7 @@ def _python_unit_tests(child: subprocess.Popen, report: Path, tally: Tally, out:
     output, _ = child.communicate()
     try:
         data = json.loads(report.read_text())
+        report.unlink()
     except (OSError, ValueError):
         tally.add(False, f"the grader's Python unit tests ran (exit {child.returncode})", out)
         out.write("".join(f"    {line}\n" for line in output.splitlines()[-30:]))
