@@ -13,7 +13,9 @@
 //   BM_Chooser/<kernel>        choose_block_size() against cudaOccupancyMaxPotentialBlockSize:
 //                              block_ratio, min_grid_ratio (timed: one choose_block_size() call)
 //   BM_ChosenBlock/<kernel>    a memory-bound kernel at your block size and at the API's, each the
-//                              median of 21 runs, L2 flushed: time_ratio = your time / the API's
+//                              median of 21 runs, L2 flushed: time_ratio = your time / the API's;
+//                              model_occupancy (api_block_model_occupancy): your occupancy() at
+//                              your block size (the API's), for kit.py profile 06
 // Like the grader's GPU tests, the chooser is fed the driver's blocks per SM, so step 3 is measured
 // on its own.
 #include <benchmark/benchmark.h>
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kit/bench_main.h"
@@ -267,6 +270,12 @@ void chosen_block_time(benchmark::State& state, const Case& c, const cudaFuncAtt
   state.counters["api_ms"] = api_ms;
   state.counters["time_ratio"] = ms / api_ms;
   state.counters["GB/s"] = 2.0 * sizeof(float) * n / (ms * 1e-3) * 1e-9;
+  // Your occupancy() at both block sizes launched here: kit.py profile 06 shows it next to the
+  // occupancy Nsight Compute reads for the same launches.
+  const lab06::KernelResources resources = lab06::kernel_resources(attr);
+  for (const auto& [key, block] : {std::pair{"model_occupancy", yours.block_size},
+                                   std::pair{"api_block_model_occupancy", api.block_size}})
+    state.counters[key] = lab06::occupancy(device(), resources, block, c.dynamic(block)).occupancy;
   state.SetLabel("occupancy yours " + fixed(occupancy_of(yours.blocks_per_sm, yours.block_size)) +
                  ", the API's " + fixed(occupancy_of(api.blocks_per_sm, api.block_size)));
 }

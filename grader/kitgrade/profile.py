@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import json
 import re
 import subprocess
 import textwrap
@@ -93,6 +94,17 @@ COUNTERS: dict[str, tuple[Counter, ...]] = {
     "06_occupancy": (_OCCUPANCY, _THEORETICAL),
     "07_streams": (_DRAM,),
 }
+
+
+MODEL_OCCUPANCY = Counter(
+    "kit_model_occupancy", "your model's occupancy, % (occupancy())",
+    "what your step 2 occupancy() predicts for this launch: it should equal the theoretical "
+    "occupancy above (the reference's does); achieved is lower when blocks end unevenly")
+"""Not an ncu metric: the lab's benchmark reports the model's answer for each launch it times
+(model_rows). Shown in lab 06's tables after the counters ncu read."""
+
+MODEL_ROWS: dict[str, tuple[Counter, ...]] = {"06_occupancy": (MODEL_OCCUPANCY,)}
+"""Rows a lab's own benchmark fills in (no ncu): the student's model next to the hardware."""
 
 
 @dataclass
@@ -168,7 +180,10 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
             ctx.stderr.write(f"profile: {program} did not run: {err}\n")
             return 3
         found[variant] = parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
-    ctx.stdout.write(render(lab.id, counters, found["student"], found.get("reference", [])))
+        if lab.id in MODEL_ROWS:
+            add_model_rows(found[variant], model_rows(program))
+    shown_rows = counters + MODEL_ROWS.get(lab.id, ())
+    ctx.stdout.write(render(lab.id, shown_rows, found["student"], found.get("reference", [])))
     if "reference" not in found:
         ctx.stdout.write("(no reference column: this copy of the kit has no solutions)\n")
     if lab.id in TIMELINES:
@@ -269,6 +284,50 @@ def parse_csv(text: str, counters: tuple[Counter, ...],
             kernels[name] = KernelCounters(
                 name, {metric: v for metric, v in values.items() if v is not None})
     return list(kernels.values())
+
+
+def model_rows(program: Path) -> dict[tuple[str, int], float]:
+    """Lab 06: the model's occupancy (%) for each kernel and block size the benchmark's timed rows
+    launch, from the benchmark's own JSON output ({} when it did not run or reports none: the
+    rows then read "-")."""
+    try:
+        proc = subprocess.run([str(program), "--benchmark_filter=BM_ChosenBlock",
+                               "--benchmark_format=json"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              errors="replace", timeout=300, check=False)
+        data = json.loads(proc.stdout[proc.stdout.find("{"):])
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
+    return parse_model_rows(data)
+
+
+def parse_model_rows(data: object) -> dict[tuple[str, int], float]:
+    """(kernel function, block size) -> occupancy in % from Google Benchmark's JSON of lab 06's
+    BM_ChosenBlock rows (counters block / model_occupancy, api_block / api_block_model_occupancy)."""
+    rows: dict[tuple[str, int], float] = {}
+    benchmarks = data.get("benchmarks", []) if isinstance(data, dict) else []
+    for row in benchmarks if isinstance(benchmarks, list) else []:
+        if not isinstance(row, dict) or not str(row.get("name", "")).startswith("BM_ChosenBlock/"):
+            continue
+        kernel = str(row["name"]).split("/", 1)[1]
+        for block, value in (("block", "model_occupancy"),
+                             ("api_block", "api_block_model_occupancy")):
+            try:
+                rows[(kernel, int(float(row[block])))] = 100.0 * float(row[value])
+            except (KeyError, TypeError, ValueError):
+                continue
+    return rows
+
+
+def add_model_rows(kernels: list[KernelCounters], rows: dict[tuple[str, int], float]) -> None:
+    """Puts the model's occupancy into each profiled launch of the same kernel and block size
+    (kernels named by parse_csv's by_block: "<name> <<<(256, 1, 1)>>>")."""
+    for kernel in kernels:
+        base, _, block = kernel.name.partition(" <<<")
+        size = re.match(r"\(?\s*(\d+)", block)
+        value = rows.get((demangled(base), int(size.group(1)))) if size else None
+        if value is not None:
+            kernel.values[MODEL_OCCUPANCY.metric] = value
 
 
 def shown(name: str) -> str:

@@ -122,6 +122,47 @@ class TheTable(unittest.TestCase):
                          "transpose_naive_kernel")
 
 
+class Lab06Model(unittest.TestCase):
+    """Lab 06's tables put the student's own occupancy() next to what ncu read for each launch."""
+
+    JSON = {"context": {}, "benchmarks": [
+        {"name": "BM_ChosenBlock/scale_kernel", "block": 64.0, "api_block": 1024.0,
+         "model_occupancy": 0.5, "api_block_model_occupancy": 1.0},
+        {"name": "BM_Model/registers_kernel<2>/256", "occupancy": 1.0},
+        {"name": "BM_ChosenBlock/staged_scale_kernel", "error_occurred": True}]}
+
+    def kernels(self) -> list:
+        return [profile.KernelCounters("_Z12scale_kernelPKfPfj <<<(64, 1, 1)>>>",
+                                       {"sm__maximum_warps_per_active_cycle_pct": 100.0}),
+                profile.KernelCounters("_Z12scale_kernelPKfPfj <<<(1024, 1, 1)>>>", {}),
+                profile.KernelCounters("_Z19staged_scale_kernelPKfPfj <<<(256, 1, 1)>>>", {})]
+
+    def test_the_models_answer_per_kernel_and_block(self) -> None:
+        rows = profile.parse_model_rows(self.JSON)
+        self.assertEqual(rows, {("scale_kernel", 64): 50.0, ("scale_kernel", 1024): 100.0})
+        kernels = self.kernels()
+        profile.add_model_rows(kernels, rows)
+        metric = profile.MODEL_OCCUPANCY.metric
+        self.assertEqual([k.values.get(metric) for k in kernels], [50.0, 100.0, None])
+
+    def test_the_row_is_in_the_table_and_not_asked_of_ncu(self) -> None:
+        kernels = self.kernels()
+        profile.add_model_rows(kernels, profile.parse_model_rows(self.JSON))
+        rows = profile.COUNTERS["06_occupancy"] + profile.MODEL_ROWS["06_occupancy"]
+        text = profile.render("06_occupancy", rows, kernels, [])
+        model = [line for line in text.splitlines() if line.startswith("  your model's")]
+        self.assertEqual([line.split()[-2] for line in model], ["50.0", "100.0", "-"])
+        argv = profile.command("ncu", Path("bench"), profile.COUNTERS["06_occupancy"], 4)
+        self.assertNotIn("kit_model_occupancy", argv[argv.index("--metrics") + 1])
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
+    def test_no_output_or_garbage_reads_as_no_rows(self) -> None:
+        self.assertEqual(profile.parse_model_rows([]), {})
+        self.assertEqual(profile.parse_model_rows({"benchmarks": "x"}), {})
+        self.assertEqual(profile.model_rows(Path("/nonexistent/bench")), {})
+
+
 class NotRun(unittest.TestCase):
     def run_cli(self, *argv: str) -> tuple[int, str]:
         out = io.StringIO()
