@@ -281,13 +281,13 @@ def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> lis
     objects = sorted((archive.parent / "CMakeFiles" / f"{library}.dir").rglob(member))
     if build is None or not objects:
         return None
-    deps = _dependencies(build, objects[0])
+    deps, base = _dependencies(build, objects[0], archive.absolute().parent)
     if not deps:
         return None
     allowed = tuple(r.resolve() for r in roots) + system_roots() + compiler_roots(build)
     outside = []
     for dep in deps:
-        path = (build / dep).resolve() if not Path(dep).is_absolute() else Path(dep).resolve()
+        path = (base / dep).resolve() if not Path(dep).is_absolute() else Path(dep).resolve()
         if path == (build / "CMakeFiles").resolve() or path.suffix in (".o", ".a"):
             continue
         if not any(path == root or root in path.parents for root in allowed):
@@ -295,18 +295,21 @@ def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> lis
     return sorted(set(outside))
 
 
-def _dependencies(build: Path, obj: Path) -> list[str]:
-    """What the compiler opened for `obj`: from ninja's log of dependencies, or the .d file."""
+def _dependencies(build: Path, obj: Path, target_dir: Path) -> tuple[list[str], Path]:
+    """What the compiler opened for `obj`, and the folder its relative paths start from: ninja's
+    log of dependencies (relative to the build directory, where ninja runs the compiler), or the
+    .d file, which the Makefile generator's compiler writes in the target's own folder
+    (`target_dir`, where the library is), relative to it."""
     depfile = obj.with_name(obj.name + ".d")
     if (build / "build.ninja").is_file() and shutil.which("ninja"):
         text = _run(["ninja", "-C", str(build), "-t", "deps", str(obj.relative_to(build))])
         lines = text.splitlines()[1:]
-        return [line.strip() for line in lines if line.strip()]
+        return [line.strip() for line in lines if line.strip()], build
     if depfile.is_file():
         text = depfile.read_text(errors="replace").replace("\\\n", " ")
         _, _, files = text.partition(": ")
-        return files.split()
-    return []
+        return files.split(), target_dir
+    return [], build
 
 
 def _run(argv: list[str]) -> str:

@@ -141,6 +141,44 @@ class SealedIncludesTest(unittest.TestCase):
                     self.assertIn("answer.h", reason)
 
 
+    def test_relative_paths_of_a_makefile_build_start_in_the_targets_folder(self) -> None:
+        # The Makefile generator runs the compiler in the target's folder (build/grader/01_alpha)
+        # with paths relative to it, and the .d file keeps them so: read from the build
+        # directory instead, a correct submission's own header looked like /labs/... (refused).
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        lab_dir = tmp / "labs" / "01_alpha"
+        lab_dir.mkdir(parents=True)
+        (tmp / "solutions" / "01_alpha").mkdir(parents=True)
+        (tmp / "solutions" / "01_alpha" / "answer.h").write_text("inline int a() { return 4; }\n")
+        (lab_dir / "given.h").write_text("inline int given() { return 1; }\n")
+        build = tmp / "build"
+        target_dir = build / "grader" / "01_alpha"
+        objects = target_dir / "CMakeFiles" / "lab_01_alpha_student.dir"
+        objects.mkdir(parents=True)
+        (build / "CMakeCache.txt").write_text("")
+        for name, include in (("clean", "given.h"), ("open", "../../solutions/01_alpha/answer.h")):
+            with self.subTest(name):
+                (lab_dir / "student.cpp").write_text(
+                    f"#include <{include}>\nint f() {{ return 0; }}\n")
+                obj = "CMakeFiles/lab_01_alpha_student.dir/student.cpp.o"
+                subprocess.run(["g++", "-c", "-MD", "-MF", f"{obj}.d", "-I", "../../../labs/01_alpha",
+                                "../../../labs/01_alpha/student.cpp", "-o", obj],
+                               check=True, cwd=target_dir)
+                self.assertIn("../../../labs/01_alpha/",
+                              (target_dir / f"{obj}.d").read_text())
+                archive = target_dir / "liblab_01_alpha_student.a"
+                archive.unlink(missing_ok=True)
+                subprocess.run(["ar", "rcs", str(archive), str(target_dir / obj)], check=True)
+                result = inspect.check(lab_with_files("student.cpp"), archive,
+                                       include_roots=(lab_dir,))
+                if name == "clean":
+                    self.assertIsNone(result.verdict(), result.refusals)
+                else:
+                    reason, _ = result.verdict()
+                    self.assertIn("solutions/01_alpha/answer.h", reason)
+
+
 class CompilerRootsTest(unittest.TestCase):
     def test_a_compiler_outside_usr_keeps_its_headers_allowed(self) -> None:
         # A g++ installed in /opt/gcc includes its own limits.h and stddef.h from there: those
