@@ -112,6 +112,10 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="leave out step 10 (the student edition and its own test command, "
                              "the longest step): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
+    parser.add_argument("--wrong", nargs="+", metavar="NAME",
+                        help="grade only these known-wrong submissions in steps 7-8 (default: "
+                             "every one of the labs graded); the others are counted as skipped, "
+                             "never as passed")
     parser.set_defaults(handler=_cmd_selftest)
     return _cmd_selftest
 
@@ -183,10 +187,11 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                       f"tests, not visible to students", out)
 
     _section(out, "Wrong submissions lose the right points")
-    _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out)
+    only = _only_wrong(root, labs, args.wrong, tally, out)
+    _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out, only)
 
     _section(out, "Racecheck reports the missing barriers")
-    _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out)
+    _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out, only)
 
     _section(out, "Documentation site")
     _docs(root, build_dir, args.require_docs, tally, out)
@@ -420,14 +425,44 @@ def _grade(root: Path, labs: list[Lab], variant: str, seed: int, jobs: int, buil
     return run
 
 
+def _only_wrong(root: Path, labs: list[Lab], names: list[str] | None, tally: Tally,
+                out: TextIO) -> set[str] | None:
+    """The known-wrong submissions --wrong names (None: every one). A name that no lab graded
+    has is a failed check; each one left out is a skipped check, never a passed one."""
+    if not names:
+        return None
+    known = {sub.name for lab in labs for sub in wrong.load(root, lab)}
+    for name in sorted(set(names) - known):
+        tally.add(False, f"--wrong {name}: no known-wrong submission of that name in "
+                         f"{', '.join(lab.id for lab in labs)}", out)
+    left_out = sorted(known - set(names))
+    for name in left_out:
+        tally.add(None, f"known-wrong submission {name} (not run: --wrong)", out)
+    if left_out:
+        out.write(f"  not run: {len(left_out)} known-wrong submissions left out by --wrong\n")
+    return set(names)
+
+
 def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
-                       gpu_needed: bool, tally: Tally, out: TextIO) -> None:
-    """Grades every known-wrong submission of `labs`, all in one run (their correctness tests
-    side by side, as a batch of submissions would be), then the refused attacks again without
-    the inspection: the judge/worker split alone must hold too."""
-    cases = [(lab, sub) for lab in labs for sub in wrong.load(root, lab)]
+                       gpu_needed: bool, tally: Tally, out: TextIO,
+                       only: set[str] | None = None) -> None:
+    """Grades every known-wrong submission of `labs`, one lab at a time (a lab's submissions in
+    one run, their correctness tests side by side, as a batch of submissions would be), then the
+    refused attacks again without the inspection: the judge/worker split alone must hold too.
+    Each lab's verdicts are printed as soon as it is graded, so a run cut short by a time limit
+    still shows the labs it finished."""
+    for lab in labs:
+        _wrong_submissions_of(root, lab, build_dir, seed, jobs, gpu_needed, tally, out, only)
+        out.flush()
+
+
+def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs: int,
+                          gpu_needed: bool, tally: Tally, out: TextIO,
+                          only: set[str] | None) -> None:
+    cases = [(lab, sub) for sub in wrong.load(root, lab) if only is None or sub.name in only]
     if not cases:
         return
+    started = time.monotonic()
     targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
                for lab, sub in cases]
     run = runner.run(targets, runner.RunOptions("student", seed, jobs))
@@ -444,6 +479,7 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
             _judge_wrong(lab, sub, _one_lab(rerun, uninspected[i]), gpu_needed, tally, out)
         else:
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
+    out.write(f"  ({lab.id}: {len(cases)} submissions in {time.monotonic() - started:.0f} s)\n")
 
 
 def _one_lab(run: RunResult, lab: LabResult) -> RunResult:
@@ -468,12 +504,15 @@ SKIPS_LISTED = 10  # the final summary names the skipped checks when there are t
 
 
 def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool,
-               gpu_needed: bool, tally: Tally, out: TextIO) -> None:
+               gpu_needed: bool, tally: Tally, out: TextIO,
+               only: set[str] | None = None) -> None:
     """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
-    reference with the same filter: hazards in the first, none in the second."""
+    reference with the same filter (once per lab and filter): hazards in the first, none in the
+    second."""
     cases = []
     for lab in labs:
-        cases += [(lab, sub) for sub in wrong.load(root, lab) if sub.racecheck]
+        cases += [(lab, sub) for sub in wrong.load(root, lab)
+                  if sub.racecheck and (only is None or sub.name in only)]
     if not cases:
         return
     bin_dir = build_dir / "bin"
@@ -485,10 +524,15 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                       f"racecheck on {lab.id} {sub.name} (not run: {why})", out)
         out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
         return
+    clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
     for lab, sub in cases:
         for target, variant, want_hazard in (
                 (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
                 (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
+            if not want_hazard:
+                if (lab.id, sub.racecheck) in clean:
+                    continue
+                clean.add((lab.id, sub.racecheck))
             binary = target.binary
             argv = sanitizer.command(tool, "racecheck", binary, sub.racecheck,
                                      target.judge_args(variant))
