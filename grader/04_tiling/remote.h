@@ -19,6 +19,12 @@ TileSizes tile_sizes(int unused);
 float load_or_zero_on_host(std::vector<float> storage, unsigned rows, unsigned cols,
                            lab04::MatIndex e);
 
+/// What lab04::load_or_zero returns for element `e` of a rows x cols matrix whose offset passes
+/// 2^32 - 1, without the matrix: its address space is reserved with no access, and only the
+/// element's page (value 1) and the page where a 32-bit offset wraps to (value -1) can be read.
+/// Any other offset crashes the worker. Throws std::runtime_error if the space cannot be reserved.
+float load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e);
+
 }  // namespace lab04_probe
 
 #define KIT_LAB_REMOTE(X)                                                                     \
@@ -31,4 +37,5 @@ float load_or_zero_on_host(std::vector<float> storage, unsigned rows, unsigned c
   X(lab04, b_tile_element, lab04::MatIndex, (unsigned, unsigned, unsigned, unsigned, unsigned)) \
   X(lab04_probe, tile_sizes, lab04_probe::TileSizes, (int))                                   \
   X(lab04_probe, load_or_zero_on_host, float,                                                 \
-    (std::vector<float>, unsigned, unsigned, lab04::MatIndex))
+    (std::vector<float>, unsigned, unsigned, lab04::MatIndex))                                \
+  X(lab04_probe, load_or_zero_past_2_to_32, float, (unsigned, unsigned, lab04::MatIndex))

@@ -351,6 +351,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"mutants to grade, drawn with --seed (default {DEFAULT_SAMPLE}; "
                              "0: all)")
     parser.add_argument("--seed", type=int, default=1, help="draws the sample and seeds the tests")
+    parser.add_argument("--steps", nargs="+", metavar="STEP",
+                        help="only mutants of these steps' DONE regions (e.g. tiling.1: a host "
+                             "step's pass without a GPU, or one step after its tests changed)")
     parser.add_argument("--jobs", type=int, default=8, help="tests run side by side")
     parser.add_argument("--build-dir", type=Path, help="default: <repo>/build-mutate")
     parser.add_argument("--report-dir", type=Path,
@@ -366,14 +369,21 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
     build_dir = (args.build_dir or root / "build-mutate").absolute()
     mutants_dir = build_dir / "mutants"
     everything = enumerate_mutants(root, lab)
+    if args.steps:
+        unknown = sorted(set(args.steps) - {step.id for step in lab.steps})
+        if unknown:
+            raise UsageError(f"{lab.id} has no step {', '.join(unknown)} (its steps: "
+                             f"{', '.join(step.id for step in lab.steps)})")
+        everything = [m for m in everything if m.region in args.steps]
     chosen = sample(everything, args.sample or None, args.seed)
     equivalent = load_equivalent(root, lab)
     report = Report(lab, total_mutants=len(everything))
     marked = [m for m in chosen if m.key() in equivalent]
     to_build = [m for m in chosen if m.key() not in equivalent]
     out = ctx.stdout
-    out.write(f"mutate {lab.id}: {len(everything)} mutants, {len(chosen)} drawn with seed "
-              f"{args.seed}, {len(marked)} marked equivalent\n")
+    of_steps = f" of {', '.join(args.steps)}" if args.steps else ""
+    out.write(f"mutate {lab.id}: {len(everything)} mutants{of_steps}, {len(chosen)} drawn with "
+              f"seed {args.seed}, {len(marked)} marked equivalent\n")
     start = time.monotonic()
     write_mutants(root, lab, to_build, mutants_dir)
     try:

@@ -104,6 +104,17 @@ class EnumerateTest(unittest.TestCase):
             self.assertNotEqual(m.before, m.after)
             self.assertTrue(m.region.startswith("occupancy."), m)
 
+    def test_an_unknown_step_is_a_usage_error_before_anything_builds(self) -> None:
+        import io
+        from kitgrade import cli
+        err = io.StringIO()
+        with tempfile.TemporaryDirectory() as tmp:
+            code = cli.main(["mutate", "06", "--steps", "occupancy.9", "--build-dir", tmp],
+                            stdout=io.StringIO(), stderr=err)
+            self.assertEqual(list(Path(tmp).iterdir()), [])
+        self.assertEqual(code, 2)
+        self.assertIn("no step occupancy.9", err.getvalue())
+
     def test_the_sample_is_the_same_for_a_seed(self) -> None:
         mutants = mutate.enumerate_mutants(ROOT, self.lab)
         first = [m.name for m in mutate.sample(mutants, 10, 7)]
