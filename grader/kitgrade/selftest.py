@@ -47,6 +47,7 @@ import subprocess
 import sys
 import time
 import tempfile
+import textwrap
 import unittest
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -479,7 +480,14 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
             _judge_wrong(lab, sub, _one_lab(rerun, uninspected[i]), gpu_needed, tally, out)
         else:
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
-    out.write(f"  ({lab.id}: {len(cases)} submissions in {time.monotonic() - started:.0f} s)\n")
+    phases = dict(run.timings)
+    for phase, seconds in (rerun.timings.items() if rerun is not None else ()):
+        phases[phase] = phases.get(phase, 0.0) + seconds
+    line = (f"({lab.id}: {len(cases)} submissions in {time.monotonic() - started:.0f} s: "
+            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in phases.items())
+            + (f"; {len(again)} graded again without the inspection" if again else "") + ")")
+    out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
+                                       subsequent_indent="   ")) + "\n")
 
 
 def _one_lab(run: RunResult, lab: LabResult) -> RunResult:
