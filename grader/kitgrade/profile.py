@@ -295,7 +295,7 @@ def model_rows(program: Path) -> dict[tuple[str, int], float]:
                                "--benchmark_format=json"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                               errors="replace", timeout=300, check=False)
-        data = json.loads(proc.stdout[proc.stdout.find("{"):])
+        data, _ = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.find("{"):])
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return {}
     return parse_model_rows(data)
