@@ -109,7 +109,10 @@ class InspectObjectsTest(unittest.TestCase):
 class SealedIncludesTest(unittest.TestCase):
     """What the compiler opened for a student object, from the build's dependency file."""
 
-    def test_an_include_from_outside_the_lab_is_refused(self) -> None:
+    def check_both(self, relative: bool) -> None:
+        """A lab file that includes the lab's own header passes; one that includes the solution's
+        is refused, naming it. Compiled with absolute paths (as ninja's deps list them), or, with
+        `relative`, in the target's folder with paths relative to it (the Makefile generator)."""
         tmp = Path(tempfile.mkdtemp())
         self.addCleanup(shutil.rmtree, tmp)
         lab_dir, elsewhere = tmp / "labs" / "01_alpha", tmp / "solutions" / "01_alpha"
@@ -118,55 +121,21 @@ class SealedIncludesTest(unittest.TestCase):
         (elsewhere / "answer.h").write_text("inline int answer() { return 42; }\n")
         (lab_dir / "given.h").write_text("inline int given() { return 1; }\n")
         build = tmp / "build"
-        objects = build / "grader" / "01_alpha" / "CMakeFiles" / "lab_01_alpha_student.dir"
-        objects.mkdir(parents=True)
-        (build / "CMakeCache.txt").write_text("")
-        for name, include in (("clean", "given.h"), ("open", "../../solutions/01_alpha/answer.h")):
-            with self.subTest(name):
-                (lab_dir / "student.cpp").write_text(
-                    f"#include <{include}>\nint f() {{ return 0; }}\n")
-                obj = objects / "student.cpp.o"
-                subprocess.run(["g++", "-c", "-MD", "-MF", f"{obj}.d", "-I", str(lab_dir),
-                                str(lab_dir / "student.cpp"), "-o", str(obj)], check=True)
-                archive = objects.parents[1] / "liblab_01_alpha_student.a"
-                archive.unlink(missing_ok=True)
-                subprocess.run(["ar", "rcs", str(archive), str(obj)], check=True)
-                result = inspect.check(lab_with_files("student.cpp"), archive,
-                                       include_roots=(lab_dir,))
-                if name == "clean":
-                    self.assertIsNone(result.verdict(), result.refusals)
-                else:
-                    reason, _ = result.verdict()
-                    self.assertIn("includes", reason)
-                    self.assertIn("answer.h", reason)
-
-
-    def test_relative_paths_of_a_makefile_build_start_in_the_targets_folder(self) -> None:
-        # The Makefile generator runs the compiler in the target's folder (build/grader/01_alpha)
-        # with paths relative to it, and the .d file keeps them so: read from the build
-        # directory instead, a correct submission's own header looked like /labs/... (refused).
-        tmp = Path(tempfile.mkdtemp())
-        self.addCleanup(shutil.rmtree, tmp)
-        lab_dir = tmp / "labs" / "01_alpha"
-        lab_dir.mkdir(parents=True)
-        (tmp / "solutions" / "01_alpha").mkdir(parents=True)
-        (tmp / "solutions" / "01_alpha" / "answer.h").write_text("inline int a() { return 4; }\n")
-        (lab_dir / "given.h").write_text("inline int given() { return 1; }\n")
-        build = tmp / "build"
         target_dir = build / "grader" / "01_alpha"
         objects = target_dir / "CMakeFiles" / "lab_01_alpha_student.dir"
         objects.mkdir(parents=True)
         (build / "CMakeCache.txt").write_text("")
+        source_dir = "../../../labs/01_alpha" if relative else str(lab_dir)
+        obj = "CMakeFiles/lab_01_alpha_student.dir/student.cpp.o" if relative else str(
+            objects / "student.cpp.o")
         for name, include in (("clean", "given.h"), ("open", "../../solutions/01_alpha/answer.h")):
             with self.subTest(name):
                 (lab_dir / "student.cpp").write_text(
                     f"#include <{include}>\nint f() {{ return 0; }}\n")
-                obj = "CMakeFiles/lab_01_alpha_student.dir/student.cpp.o"
-                subprocess.run(["g++", "-c", "-MD", "-MF", f"{obj}.d", "-I", "../../../labs/01_alpha",
-                                "../../../labs/01_alpha/student.cpp", "-o", obj],
-                               check=True, cwd=target_dir)
-                self.assertIn("../../../labs/01_alpha/",
-                              (target_dir / f"{obj}.d").read_text())
+                subprocess.run(["g++", "-c", "-MD", "-MF", f"{obj}.d", "-I", source_dir,
+                                f"{source_dir}/student.cpp", "-o", obj], check=True, cwd=target_dir)
+                self.assertEqual("../../../labs/01_alpha/" in (target_dir / f"{obj}.d").read_text(),
+                                 relative)
                 archive = target_dir / "liblab_01_alpha_student.a"
                 archive.unlink(missing_ok=True)
                 subprocess.run(["ar", "rcs", str(archive), str(target_dir / obj)], check=True)
@@ -176,7 +145,17 @@ class SealedIncludesTest(unittest.TestCase):
                     self.assertIsNone(result.verdict(), result.refusals)
                 else:
                     reason, _ = result.verdict()
+                    self.assertIn("includes", reason)
                     self.assertIn("solutions/01_alpha/answer.h", reason)
+
+    def test_an_include_from_outside_the_lab_is_refused(self) -> None:
+        self.check_both(relative=False)
+
+    def test_relative_paths_of_a_makefile_build_start_in_the_targets_folder(self) -> None:
+        # The Makefile generator runs the compiler in the target's folder (build/grader/01_alpha)
+        # with paths relative to it, and the .d file keeps them so: read from the build
+        # directory instead, a correct submission's own header looked like /labs/... (refused).
+        self.check_both(relative=True)
 
 
 class CompilerRootsTest(unittest.TestCase):
