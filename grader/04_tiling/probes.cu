@@ -21,7 +21,8 @@ float lab04_probe::load_or_zero_on_host(std::vector<float> storage, unsigned row
   return lab04::load_or_zero(storage.data(), rows, cols, e);
 }
 
-float lab04_probe::load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e) {
+float lab04_probe::load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e,
+                                             float value) {
   const std::size_t offset = std::size_t{e.row} * cols + e.col;
   const std::size_t wrapped = offset & 0xffffffffu;  // what a 32-bit offset computes
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -33,7 +34,7 @@ float lab04_probe::load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04
                              " GiB of address space for its 2^32 test");
   float* m = static_cast<float*>(space);
   bool opened = true;
-  for (const auto& [at, value] : {std::pair{offset, 1.0f}, std::pair{wrapped, -1.0f}}) {
+  for (const auto& [at, value] : {std::pair{offset, value}, std::pair{wrapped, -value}}) {
     const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(m + at) / page * page;
     opened = opened && mprotect(reinterpret_cast<void*>(start), page, PROT_READ | PROT_WRITE) == 0;
     if (opened) m[at] = value;

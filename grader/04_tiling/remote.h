@@ -21,9 +21,10 @@ float load_or_zero_on_host(std::vector<float> storage, unsigned rows, unsigned c
 
 /// What lab04::load_or_zero returns for element `e` of a rows x cols matrix whose offset passes
 /// 2^32 - 1, without the matrix: its address space is reserved with no access, and only the
-/// element's page (value 1) and the page where a 32-bit offset wraps to (value -1) can be read.
-/// Any other offset crashes the worker. Throws std::runtime_error if the space cannot be reserved.
-float load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e);
+/// element's page (holding `value`) and the page where a 32-bit offset wraps to (holding -value)
+/// can be read. Any other offset crashes the worker. Throws std::runtime_error if the space cannot
+/// be reserved.
+float load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e, float value);
 
 }  // namespace lab04_probe
 
@@ -38,4 +39,4 @@ float load_or_zero_past_2_to_32(unsigned rows, unsigned cols, lab04::MatIndex e)
   X(lab04_probe, tile_sizes, lab04_probe::TileSizes, (int))                                   \
   X(lab04_probe, load_or_zero_on_host, float,                                                 \
     (std::vector<float>, unsigned, unsigned, lab04::MatIndex))                                \
-  X(lab04_probe, load_or_zero_past_2_to_32, float, (unsigned, unsigned, lab04::MatIndex))
+  X(lab04_probe, load_or_zero_past_2_to_32, float, (unsigned, unsigned, lab04::MatIndex, float))

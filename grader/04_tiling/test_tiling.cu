@@ -323,21 +323,23 @@ KIT_TEST(TilingHost, LoadOrZeroPadsOutsideTheMatrix, "tiling.1", host, 2,
 KIT_TEST(TilingHost, LoadOrZeroIndexesPast2To32, "tiling.1", host, 1,
          "load_or_zero of an element whose offset passes 2^32 - 1 (a 131075 x 65536 matrix: "
          "about 2^33 elements) reads that element") {
-  // Drawn from the seed: a row past 65536 of a 2^16-column matrix, so row * cols passes 2^32.
+  // Drawn from the seed: a row past 65536 of a 2^16-column matrix, so row * cols passes 2^32,
+  // and the element's value.
   auto rng = kit::test_random();
   const unsigned rows = 131075, cols = 65536;
   const lab04::MatIndex e{static_cast<unsigned>(rng.uniform_int(65537, rows - 1)),
                           static_cast<unsigned>(rng.uniform_int(0, cols - 1))};
+  const float value = static_cast<float>(rng.uniform_int(2, 9999));
   const std::size_t offset = std::size_t{e.row} * cols + e.col;
-  const float got = lab04_probe::load_or_zero_past_2_to_32(rows, cols, e);
+  const float got = lab04_probe::load_or_zero_past_2_to_32(rows, cols, e, value);
   std::ostringstream why;
   why << "element (" << e.row << ", " << e.col << ") of a " << rows << " x " << cols
-      << " matrix is at offset " << offset << ", past 2^32 - 1";
-  if (got == -1.0f)
+      << " matrix, " << value << ", is at offset " << offset << ", past 2^32 - 1";
+  if (got == -value)
     why << "; your load_or_zero read offset " << (offset & 0xffffffffu)
         << ": the offset wrapped past 2^32 - 1 in 32-bit arithmetic. Compute it in std::size_t "
            "(static_cast<std::size_t>(e.row) * cols + e.col)";
-  EXPECT_EQ(got, 1.0f) << why.str() << "\n" << kit::seed_note();
+  EXPECT_EQ(got, value) << why.str() << "\n" << kit::seed_note();
 }
 
 // Replays one thread of the tiled kernel on the host: for output C(r, c) of block (bx, by), thread
