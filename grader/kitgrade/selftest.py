@@ -333,11 +333,12 @@ def _python_unit_tests(child: subprocess.Popen, report: Path, tally: Tally, out:
     output, _ = child.communicate()
     try:
         data = json.loads(report.read_text())
-        report.unlink()
     except (OSError, ValueError):
         tally.add(False, f"the grader's Python unit tests ran (exit {child.returncode})", out)
         out.write("".join(f"    {line}\n" for line in output.splitlines()[-30:]))
         return
+    finally:
+        report.unlink(missing_ok=True)
     for name, outcome, text in data["tests"]:
         if outcome == "failed":
             tally.add(False, f"grader unit test {name}", out)
