@@ -72,6 +72,11 @@ class LabTarget:
     """For a lab graded by a judge (kit/remote.h): the worker built from the student's files;
     `binary` is then the judge, which never runs student code and so lists its own tests."""
 
+    inspect: bool = True
+    """Inspect the student's objects before running anything (kitgrade.inspect). Off only in the
+    kit's own selftest, which grades a refused attack again this way, beside the others, to show
+    what the judge/worker split stops without that layer."""
+
     def judge_args(self, variant: str) -> list[str]:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
         if self.worker is None:
@@ -86,9 +91,6 @@ class RunOptions:
     jobs: int
     timeout_s: float | None = None
     """Overrides every lab's manifest timeout when set."""
-    inspect: bool = True
-    """Inspect the student's objects before running anything (kitgrade.inspect). Off only in the
-    kit's own selftest, to show what the judge/worker split stops without that layer."""
     fail_fast: bool = False
     """Stop a lab at its first test that does not pass: the tests left are not run
     (FAIL_FAST_REASON). For kit.py mutate, where one lost step already decides."""
@@ -447,7 +449,7 @@ def _prepare(target: LabTarget, options: RunOptions,
                   target.judge_args(options.variant), deliver, seed=options.seed,
                   fail_fast=options.fail_fast)
 
-    if target.archive is not None and target.archive.is_file() and options.inspect:
+    if target.archive is not None and target.archive.is_file() and target.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
         # code may not make, or code that runs before main(), fails the whole lab unrun.
         shown = {source.path.name: source.shown for source in target.sources}

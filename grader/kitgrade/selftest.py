@@ -39,6 +39,7 @@ skipped and never as passed; --require-gpu turns them into failures. So are the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -450,7 +451,8 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
                        only: set[str] | None = None) -> None:
     """Grades every known-wrong submission of `labs`, one lab at a time (a lab's submissions in
     one run, their correctness tests side by side, as a batch of submissions would be), then the
-    refused attacks again without the inspection: the judge/worker split alone must hold too.
+    refused attacks again without the inspection, in the same run: the judge/worker split alone
+    must hold too.
     Each lab's verdicts are printed as soon as it is graded, so a run cut short by a time limit
     still shows the labs it finished."""
     for lab in labs:
@@ -467,25 +469,21 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
     started = time.monotonic()
     targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
                for lab, sub in cases]
-    run = runner.run(targets, runner.RunOptions("student", seed, jobs))
+    # The refused attacks are graded a second time without the inspection, in the same run.
     again = [i for i, (_, sub) in enumerate(cases) if sub.refused and not sub.only_refused]
-    rerun = runner.run([targets[i] for i in again],
-                       runner.RunOptions("student", seed, jobs, inspect=False)) if again else None
-    uninspected = dict(zip(again, rerun.labs)) if rerun is not None else {}
+    run = runner.run(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
+                     runner.RunOptions("student", seed, jobs))
+    uninspected = dict(zip(again, run.labs[len(targets):]))
     for i, (lab, sub) in enumerate(cases):
         if sub.refused:
             _judge_refused(lab, sub, _one_lab(run, run.labs[i]), tally, out)
             if sub.only_refused:
                 continue
-            assert rerun is not None
-            _judge_wrong(lab, sub, _one_lab(rerun, uninspected[i]), gpu_needed, tally, out)
+            _judge_wrong(lab, sub, _one_lab(run, uninspected[i]), gpu_needed, tally, out)
         else:
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
-    phases = dict(run.timings)
-    for phase, seconds in (rerun.timings.items() if rerun is not None else ()):
-        phases[phase] = phases.get(phase, 0.0) + seconds
     line = (f"({lab.id}: {len(cases)} submissions in {time.monotonic() - started:.0f} s: "
-            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in phases.items())
+            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
             + (f"; {len(again)} graded again without the inspection" if again else "") + ")")
     out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
                                        subsequent_indent="   ")) + "\n")
