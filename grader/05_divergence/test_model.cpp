@@ -102,6 +102,39 @@ KIT_TEST(DivergenceModel, PartialWarpsCount, "divergence.3", host, 3,
   expect_stats("blockIdx.x % 2 == 0", 6, 100, block_multiple_of(2), {24, 0, 600, 768});
 }
 
+KIT_TEST(DivergenceModel, EfficienciesFollowTheirFormulasOnAnyCounts, "divergence.3", host, 1,
+         "branch and SIMT efficiency of any counts: one warp (0 when it splits), an empty launch "
+         "(1: nothing split) and 500 counts drawn from the seed") {
+  EXPECT_EQ(lab05::branch_efficiency(as_stats({1, 1, 32, 64})), 0.0)
+      << "one warp that splits: branch efficiency (1 - 1) / 1 = 0";
+  EXPECT_EQ(lab05::branch_efficiency(as_stats({1, 0, 7, 32})), 1.0)
+      << "one warp that does not split: branch efficiency 1";
+  EXPECT_EQ(lab05::simt_efficiency(as_stats({1, 1, 32, 64})), 0.5)
+      << "one warp that splits: SIMT efficiency 32 / 64";
+  EXPECT_EQ(lab05::branch_efficiency(as_stats({0, 0, 0, 0})), 1.0)
+      << "an empty launch (no warp): nothing split, branch efficiency 1";
+  EXPECT_EQ(lab05::simt_efficiency(as_stats({0, 0, 0, 0})), 1.0)
+      << "an empty launch (no lane slot issued): nothing wasted, SIMT efficiency 1";
+  auto rng = kit::test_random();
+  for (int trial = 0; trial < 500; ++trial) {
+    Expected e{};
+    e.warps = static_cast<std::uint64_t>(rng.uniform_int(1, trial % 2 == 0 ? 4 : 1 << 24));
+    e.divergent_warps = static_cast<std::uint64_t>(rng.uniform_int(0, static_cast<long long>(e.warps)));
+    e.active_lanes = static_cast<std::uint64_t>(
+        rng.uniform_int(static_cast<long long>(e.warps), static_cast<long long>(32 * e.warps)));
+    e.issued_lanes = 32 * (e.warps + e.divergent_warps);
+    const double branch = double(e.warps - e.divergent_warps) / double(e.warps);
+    const double simt = double(e.active_lanes) / double(e.issued_lanes);
+    const lab05::BranchStats stats = as_stats(e);
+    ASSERT_NEAR(lab05::branch_efficiency(stats), branch, 1e-12)
+        << e.warps << " warps, " << e.divergent_warps << " divergent: branch efficiency is "
+        << "(warps - divergent_warps) / warps\n" << kit::seed_note();
+    ASSERT_NEAR(lab05::simt_efficiency(stats), simt, 1e-12)
+        << e.active_lanes << " active lanes, " << e.issued_lanes << " issued: SIMT efficiency is "
+        << "active_lanes / issued_lanes\n" << kit::seed_note();
+  }
+}
+
 // Divergent warps, summed over the eight rounds of a 256-thread tree reduction.
 std::uint64_t divergent_over_rounds(bool interleaved) {
   std::uint64_t total = 0;

@@ -46,11 +46,13 @@ BranchStats analyze_branch(unsigned blocks, unsigned threads_per_block,
                            const BranchCondition& condition);
 
 /// Step 3. Branch efficiency as Nsight Compute reports it: the fraction of warps that evaluate the
-/// branch without diverging, (warps - divergent_warps) / warps. 1 means no warp split.
+/// branch without diverging, (warps - divergent_warps) / warps. 1 means no warp split; so is a
+/// launch with no warp at all (nothing split).
 double branch_efficiency(const BranchStats& stats);
 
 /// Step 3. SIMT efficiency: useful lanes over issued lane slots, active_lanes / issued_lanes.
-/// 0.5 when every full warp runs both paths with half its lanes masked off.
+/// 0.5 when every full warp runs both paths with half its lanes masked off; 1 when no lane slot
+/// was issued (nothing wasted).
 double simt_efficiency(const BranchStats& stats);
 
 }  // namespace lab05
