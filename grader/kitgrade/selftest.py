@@ -463,18 +463,17 @@ def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, 
 def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs: int,
                           gpu_needed: bool, tally: Tally, out: TextIO,
                           only: set[str] | None) -> None:
-    cases = [(lab, sub) for sub in wrong.load(root, lab) if only is None or sub.name in only]
-    if not cases:
+    subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
+    if not subs:
         return
     started = time.monotonic()
-    targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name)
-               for lab, sub in cases]
+    targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name) for sub in subs]
     # The refused attacks are graded a second time without the inspection, in the same run.
-    again = [i for i, (_, sub) in enumerate(cases) if sub.refused and not sub.only_refused]
+    again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
     run = runner.run(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
                      runner.RunOptions("student", seed, jobs))
     uninspected = dict(zip(again, run.labs[len(targets):]))
-    for i, (lab, sub) in enumerate(cases):
+    for i, sub in enumerate(subs):
         if sub.refused:
             _judge_refused(lab, sub, _one_lab(run, run.labs[i]), tally, out)
             if sub.only_refused:
@@ -482,7 +481,7 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
             _judge_wrong(lab, sub, _one_lab(run, uninspected[i]), gpu_needed, tally, out)
         else:
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
-    line = (f"({lab.id}: {len(cases)} submissions in {time.monotonic() - started:.0f} s: "
+    line = (f"({lab.id}: {len(subs)} submissions in {time.monotonic() - started:.0f} s: "
             + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
             + (f"; {len(again)} graded again without the inspection" if again else "") + ")")
     out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
