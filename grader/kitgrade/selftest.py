@@ -143,7 +143,6 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
         unit_tests.kill()
-        unit_tests.communicate()
         return _finish(tally, out)
     tally.add(True, "the kit builds", out)
     bin_dir = build_dir / "bin"
@@ -153,7 +152,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     _section(out, "Unit tests (the Python ones ran during the build)")
     _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
-    _python_unit_tests(unit_tests, unit_report, tally, out)
+    _python_unit_tests(unit_tests, tally, out)
 
     gpu_needed = args.require_gpu
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
@@ -304,49 +303,85 @@ def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
     out.write(f"  {count} C++ unit tests of common/ (exit {proc.returncode})\n")
 
 
-def _start_python_unit_tests(root: Path, report: Path) -> subprocess.Popen:
-    """Starts the grader's Python unit tests in a process of their own, to run while the kit
-    builds (they need no build); _python_unit_tests reads what they wrote to `report`."""
+UNIT_SHARDS = 8
+"""The grader's Python unit tests run in up to this many processes (one per core at most)."""
+
+
+@dataclass
+class _UnitTests:
+    """The grader's Python unit tests, running in processes of their own; each shard writes its
+    report (JSON) to its own file."""
+
+    children: list[tuple[subprocess.Popen, Path]]
+
+    def kill(self) -> None:
+        for child, report in self.children:
+            child.kill()
+            child.communicate()
+            report.unlink(missing_ok=True)
+
+
+def _start_python_unit_tests(root: Path, report: Path) -> _UnitTests:
+    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes, to run
+    while the kit builds (they need no build); _python_unit_tests reads what each wrote to
+    `report` with its shard's number added."""
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.unlink(missing_ok=True)
+    shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1))
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
-            "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2])")
-    return subprocess.Popen([sys.executable, "-c", code, str(root / "grader"), str(report)],
-                            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")
+            "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
+            "int(sys.argv[4]))")
+    children = []
+    for shard in range(shards):
+        path = report.with_name(f"{report.stem}-{shard}{report.suffix}")
+        path.unlink(missing_ok=True)
+        children.append((subprocess.Popen(
+            [sys.executable, "-c", code, str(root / "grader"), str(path), str(shard), str(shards)],
+            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, errors="replace"), path))
+    return _UnitTests(children)
 
 
-def run_python_unit_tests(grader_dir: str, report: str) -> None:
-    """The child of _start_python_unit_tests: runs every test and writes, as JSON, each test's
-    id, outcome (passed, failed, skipped) and failure text."""
-    suite = unittest.defaultTestLoader.discover(str(Path(grader_dir) / "tests"),
-                                                top_level_dir=grader_dir)
-    tests = _flatten(suite)  # before running: a suite drops its tests as they finish
+def run_python_unit_tests(grader_dir: str, report: str, shard: int = 0, shards: int = 1) -> None:
+    """A child of _start_python_unit_tests: runs every `shards`-th test from the `shard`-th
+    (in the order discovery finds them) and writes, as JSON, each one's id, outcome (passed,
+    failed, skipped) and failure text."""
+    found = _flatten(unittest.defaultTestLoader.discover(str(Path(grader_dir) / "tests"),
+                                                         top_level_dir=grader_dir))
+    tests = found[shard::shards]
+    suite = unittest.TestSuite(tests)
     result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
     problems = {str(test): text for test, text in result.failures + result.errors}
+    # A class or module fixture that failed is reported as an error of its own, not of a test.
     rows = [[test.id(), "failed" if str(test) in problems else
              "skipped" if any(t is test for t, _ in result.skipped) else "passed",
              problems.get(str(test), "")] for test in tests]
+    rows += [[name, "failed", text] for name, text in problems.items()
+             if not any(str(test) == name for test in tests)]
     Path(report).write_text(json.dumps({"run": result.testsRun, "tests": rows}))
 
 
-def _python_unit_tests(child: subprocess.Popen, report: Path, tally: Tally, out: TextIO) -> None:
-    output, _ = child.communicate()
-    try:
-        data = json.loads(report.read_text())
-    except (OSError, ValueError):
-        tally.add(False, f"the grader's Python unit tests ran (exit {child.returncode})", out)
-        out.write("".join(f"    {line}\n" for line in output.splitlines()[-30:]))
-        return
-    finally:
-        report.unlink(missing_ok=True)
-    for name, outcome, text in data["tests"]:
-        if outcome == "failed":
-            tally.add(False, f"grader unit test {name}", out)
-            out.write("    " + text.replace("\n", "\n    ") + "\n")
-        else:
-            tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
-    out.write(f"  {data['run']} Python unit tests of the grader\n")
+def _python_unit_tests(unit_tests: _UnitTests, tally: Tally, out: TextIO) -> None:
+    run = 0
+    for child, report in unit_tests.children:
+        output, _ = child.communicate()
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            tally.add(False, f"the grader's Python unit tests ran ({report.name}: exit "
+                             f"{child.returncode})", out)
+            out.write("".join(f"    {line}\n" for line in output.splitlines()[-30:]))
+            continue
+        finally:
+            report.unlink(missing_ok=True)
+        run += data["run"]
+        for name, outcome, text in data["tests"]:
+            if outcome == "failed":
+                tally.add(False, f"grader unit test {name}", out)
+                out.write("    " + text.replace("\n", "\n    ") + "\n")
+            else:
+                tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
+    out.write(f"  {run} Python unit tests of the grader ({len(unit_tests.children)} "
+              f"processes)\n")
 
 
 def _flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:
