@@ -120,6 +120,9 @@ def foreign_rows(text: str) -> str:
     return ""
 
 
+NO_KERNEL_REASON = "ncu profiled no kernel (did the benchmark run any?)"
+
+
 def refusal_reason(text: str) -> str:
     """One line for an ncu run that read no counters, or "" when it read some."""
     if "ERR_NVGPUCTRPERM" in text:
@@ -127,7 +130,7 @@ def refusal_reason(text: str) -> str:
                 "as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
                 "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
     if "No kernels were profiled" in text:
-        return "ncu profiled no kernel (did the benchmark run any?)"
+        return NO_KERNEL_REASON
     return ""
 
 

@@ -32,8 +32,8 @@ from typing import Any
 from . import protocol, runner, submission
 from .build import BuildError, ensure_built
 from .context import SUBMISSION_BUILD, UsageError, default_build_dir, find_lab
-from .ncu import (GLOBAL_VS_IDEAL, SHARED_VS_IDEAL, Counter, demangled, find_ncu, own_kernels,
-                  parse_launches, refusal_reason)
+from .ncu import (GLOBAL_VS_IDEAL, NO_KERNEL_REASON, SHARED_VS_IDEAL, Counter, demangled,
+                  find_ncu, own_kernels, parse_launches, refusal_reason)
 
 NOT_RUN_EXIT = 4
 
@@ -182,6 +182,8 @@ def _cmd_profile(args: argparse.Namespace, ctx: Any) -> int:
         found[variant] = parse_csv(text, counters, by_block=lab.id in ALL_KERNELS)
         if lab.id in MODEL_ROWS:
             add_model_rows(found[variant], model_rows(program))
+    if not any(found.values()):
+        return _not_run(ctx, NO_KERNEL_REASON)
     shown_rows = counters + MODEL_ROWS.get(lab.id, ())
     ctx.stdout.write(render(lab.id, shown_rows, found["student"], found.get("reference", [])))
     if "reference" not in found:
@@ -266,7 +268,9 @@ def run_ncu(ncu: str, program: Path, counters: tuple[Counter, ...], launches: in
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", timeout=900)
     refusal = refusal_reason(proc.stdout)
-    if refusal:
+    # A benchmark that launched none of the kernels profiled (a stub's) is an empty column, not
+    # a reason to show nothing: the other build's kernels are still worth a table.
+    if refusal and refusal != NO_KERNEL_REASON:
         raise ProfileError(refusal)
     return proc.stdout
 

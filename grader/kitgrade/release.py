@@ -64,6 +64,7 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "ci/gradescope/*",
     "ci/prairielearn/*",
     "ci/platform-grade",
+    "ci/mutate-gpus",
     "grader/kitgrade/platforms.py",
     "grader/kitgrade/gradescope.py",
     "grader/kitgrade/leaderboard.py",

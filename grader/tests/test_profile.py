@@ -186,6 +186,42 @@ class NotRun(unittest.TestCase):
         for line in text.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+    def profile_with(self, outputs: dict[str, str]) -> tuple[int, str]:
+        """`profile 03 --no-build` where each build's benchmark prints outputs[variant] under
+        ncu (run_ncu's own handling of that output included)."""
+        real_run_ncu = profile.run_ncu
+
+        def fake_ncu(ncu: str, program: Path, *rest: object) -> str:
+            variant = "reference" if program.name.endswith("_reference") else "student"
+            with mock.patch.object(profile.subprocess, "run",
+                                   return_value=mock.Mock(stdout=outputs[variant])):
+                return real_run_ncu(ncu, Path(__file__), (), 1)
+
+        with mock.patch.object(profile, "find_ncu", return_value="/opt/ncu"), \
+                mock.patch.object(profile.protocol, "query_device",
+                                  return_value={"available": True}), \
+                mock.patch.object(profile, "run_ncu", side_effect=fake_ncu):
+            return self.run_cli("profile", "03", "--no-build")
+
+    def test_a_stub_that_launches_nothing_still_gets_the_references_table(self) -> None:
+        code, text = self.profile_with({"student": "==WARNING== No kernels were profiled.\n",
+                                        "reference": CSV})
+        self.assertEqual(code, 0, text)
+        self.assertIn("transpose_naive_kernel", text)
+        self.assertIn("none of your kernels was profiled", text)
+
+    def test_no_kernel_on_either_side_is_not_run(self) -> None:
+        none = "==WARNING== No kernels were profiled.\n"
+        code, text = self.profile_with({"student": none, "reference": none})
+        self.assertEqual(code, profile.NOT_RUN_EXIT)
+        self.assertIn("profile: not run: ncu profiled no kernel", text)
+
+    def test_counters_not_permitted_on_one_side_is_not_run(self) -> None:
+        code, text = self.profile_with({"student": "==ERROR== ERR_NVGPUCTRPERM\n",
+                                        "reference": CSV})
+        self.assertEqual(code, profile.NOT_RUN_EXIT)
+        self.assertIn("ERR_NVGPUCTRPERM", text)
+
 
 
 class Lab07Timeline(unittest.TestCase):
