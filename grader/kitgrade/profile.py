@@ -363,19 +363,24 @@ def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCount
     # kernel may differ from the reference's in its parameter types).
     ref = {shown(k.name): k for k in reference} | {k.name: k for k in reference}
     lines = [f"profile {lab_id}: your kernels next to the reference's (Nsight Compute)", ""]
-    for kernel in student:
-        other = ref.get(kernel.name) or ref.get(shown(kernel.name))
-        lines.append(f"{shown(kernel.name)[:78]}")
+    launched = {n for k in student for n in (k.name, shown(k.name))}
+    missing = [k for k in reference if k.name not in launched and shown(k.name) not in launched]
+    # Yours first, each beside the reference's kernel of the same name; then the reference's
+    # kernels that your build did not launch, with "-" as yours (what there is to reach).
+    pairs = [(kernel, ref.get(kernel.name) or ref.get(shown(kernel.name))) for kernel in student]
+    pairs += [(None, kernel) for kernel in missing]
+    for mine_k, other in pairs:
+        name = (mine_k or other).name
+        lines.append(f"{shown(name)[:78]}")
         lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
         for counter in counters:
-            mine = kernel.values.get(counter.metric)
+            mine = mine_k.values.get(counter.metric) if mine_k else None
             theirs = other.values.get(counter.metric) if other else None
             lines.append(f"  {counter.words[:44]:44} {_fmt(mine):>14} {_fmt(theirs):>14}")
             lines += textwrap.wrap(counter.meaning, 78, initial_indent="    ",
                                    subsequent_indent="    ")
         lines.append("")
-    launched = {n for k in student for n in (k.name, shown(k.name))}
-    missing = [k.name for k in reference if k.name not in launched and shown(k.name) not in launched]
+    missing = [k.name for k in missing]
     if missing:
         lines += textwrap.wrap("kernels of the reference that your build did not launch: "
                                + ", ".join(shown(n) for n in missing), 80,
