@@ -373,8 +373,20 @@ void start_kernel_check() {
 void start_kernel_check() {}
 #endif
 
-// A reply: its kind (the first byte of `body`), the kernels launched since the last reply, the rest.
-void write_reply(int fd, const std::string& body) {
+void write_all(int fd, const char* data, std::size_t size) {
+  std::size_t sent = 0;
+  while (sent < size) {
+    const ssize_t n = write(fd, data + sent, size - sent);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::_Exit(4);  // the judge is gone
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+// A reply: its kind (the first byte of `body`), the kernels launched since the last reply, the
+// rest of `body`, then `payload` (a call's results, sent as they are: a result of 256 MiB is not
+// copied again on its way to the socket).
+void write_reply(int fd, const std::string& body, const std::string& payload = std::string()) {
   Writer kernels;
   {
     std::lock_guard<std::mutex> lock(launched_mutex);
@@ -382,18 +394,14 @@ void write_reply(int fd, const std::string& body) {
     for (const auto& name : launched) kernels.text(name);
     launched.clear();
   }
-  const auto size = static_cast<std::uint32_t>(body.size() + kernels.bytes().size());
+  const auto size =
+      static_cast<std::uint32_t>(body.size() + kernels.bytes().size() + payload.size());
   std::string frame(reinterpret_cast<const char*>(&size), sizeof size);
   frame += body.substr(0, 1);
   frame += kernels.bytes();
   frame += body.substr(1);
-  std::size_t sent = 0;
-  while (sent < frame.size()) {
-    const ssize_t n = write(fd, frame.data() + sent, frame.size() - sent);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) std::_Exit(4);  // the judge is gone
-    sent += static_cast<std::size_t>(n);
-  }
+  write_all(fd, frame.data(), frame.size());
+  write_all(fd, payload.data(), payload.size());
 }
 
 std::string cuda_text(cudaError_t e) {
@@ -646,8 +654,7 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
   }
   out.pod(static_cast<std::uint8_t>(Reply::ok));
   if (kind == Request::timed_call) out.pod(ms);
-  out.raw(result.bytes().data(), result.bytes().size());
-  write_reply(fd, out.bytes());
+  write_reply(fd, out.bytes(), result.bytes());
   return true;
 }
 
