@@ -89,9 +89,14 @@ namespace {
 // The smallest shared-memory configuration of the SM that holds `bytes` (the largest one when
 // none does).
 std::size_t snap_to_config(const DeviceSpec& device, std::size_t bytes) {
-  for (int kib : device.shared_configs_kib)
-    if (static_cast<std::size_t>(kib) * 1024 >= bytes) return static_cast<std::size_t>(kib) * 1024;
-  return static_cast<std::size_t>(device.shared_configs_kib.back()) * 1024;
+  int chosen = device.shared_configs_kib.back();  // the largest, when none holds `bytes`
+  for (int kib : device.shared_configs_kib) {
+    if (static_cast<std::size_t>(kib) * 1024 >= bytes) {
+      chosen = kib;
+      break;
+    }
+  }
+  return static_cast<std::size_t>(chosen) * 1024;
 }
 
 }  // namespace
