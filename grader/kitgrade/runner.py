@@ -77,6 +77,11 @@ class LabTarget:
     kit's own selftest, which grades a refused attack again this way, beside the others, to show
     what the judge/worker split stops without that layer."""
 
+    timeout_s: float | None = None
+    """The time limit of each test of this target, instead of RunOptions.timeout_s or the lab's:
+    only the kit's own selftest sets it, for a known-wrong submission that hangs on purpose
+    (wrong.json's "timeout_s")."""
+
     def judge_args(self, variant: str) -> list[str]:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
         if self.worker is None:
@@ -445,7 +450,7 @@ def _prepare(target: LabTarget, options: RunOptions,
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
-    graded = _Lab(target, result, listing, options.timeout_s or lab.timeout_s,
+    graded = _Lab(target, result, listing, target.timeout_s or options.timeout_s or lab.timeout_s,
                   target.judge_args(options.variant), deliver, seed=options.seed,
                   fail_fast=options.fail_fast)
 

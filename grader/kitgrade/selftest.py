@@ -502,7 +502,9 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
     if not subs:
         return
     started = time.monotonic()
-    targets = [runner.lab_target(root, build_dir, lab, "student", wrong=sub.name) for sub in subs]
+    targets = [dataclasses.replace(runner.lab_target(root, build_dir, lab, "student",
+                                                     wrong=sub.name), timeout_s=sub.timeout_s)
+               for sub in subs]
     # The refused attacks are graded a second time without the inspection, in the same run.
     again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
     run = runner.run(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],

@@ -285,6 +285,21 @@ class InterruptTest(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 10.0)
 
 
+class TargetTimeLimitTest(unittest.TestCase):
+    def test_a_targets_own_limit_replaces_the_runs_and_the_labs(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(tmp, "01_alpha"),
+                                  timeout_s=1.0)
+        start = time.monotonic()
+        with fake_env(FAKE_TESTS="pass,hang"):
+            (lab,) = runner.run([target], runner.RunOptions("student", 1, 2, 30.0)).labs
+        hung = [t for t in lab.tests if t.status is Status.TIMED_OUT]
+        self.assertTrue(hung, lab.tests)
+        self.assertEqual({t.reason for t in hung}, {"timed out after 1 s"})
+        self.assertLess(time.monotonic() - start, 10.0)
+
+
 class LabErrorTest(unittest.TestCase):
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp())

@@ -78,6 +78,16 @@ class WrongTest(unittest.TestCase):
         with self.assertRaisesRegex(wrong.WrongError, r"submissions\[0\]\.likely"):
             wrong.parse(data, LAB, "wrong.json")
 
+    def test_a_time_limit_of_its_own_at_most_the_labs(self) -> None:
+        data = entry(find="a", replace="b")
+        self.assertIsNone(wrong.parse(data, LAB, "wrong.json")[0].timeout_s)
+        data["submissions"][0]["timeout_s"] = 2.5
+        self.assertEqual(wrong.parse(data, LAB, "wrong.json")[0].timeout_s, 2.5)
+        for bad in (0, -1, 6, True, "2"):  # the lab's limit is 5 s
+            data["submissions"][0]["timeout_s"] = bad
+            with self.assertRaisesRegex(wrong.WrongError, r"submissions\[0\]\.timeout_s"):
+                wrong.parse(data, LAB, "wrong.json")
+
     def test_the_kits_own_submissions_all_load_and_apply(self) -> None:
         root = Path(__file__).resolve().parents[2]
         from kitgrade.manifest import load_manifest
