@@ -114,6 +114,10 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="leave out step 10 (the student edition and its own test command, "
                              "the longest step): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
+    parser.add_argument("--skip-shared", action="store_true",
+                        help="leave out steps 3 and 4 (the unit tests and the fake lab, the same "
+                             "whatever the labs): counted as skipped, never as passed; for the "
+                             "second and later parts of a split run")
     parser.add_argument("--wrong", nargs="+", metavar="NAME",
                         help="grade only these known-wrong submissions in steps 7-8 (default: "
                              "every one of the labs graded); the others are counted as skipped, "
@@ -134,7 +138,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         labs = [find_lab(ctx.manifest(), name) for name in args.labs]
 
     unit_report = build_dir / f"selftest-python-unit-tests-{os.getpid()}.json"  # one per run
-    unit_tests = _start_python_unit_tests(root, unit_report)
+    unit_tests = (_UnitTests([]) if args.skip_shared
+                  else _start_python_unit_tests(root, unit_report))
     _section(out, "Build")
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
@@ -151,15 +156,21 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _consistency(root, build_dir, tally, out)
 
     _section(out, "Unit tests (the Python ones ran during the build)")
-    _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
-    _python_unit_tests(unit_tests, tally, out)
+    if args.skip_shared:
+        _skipped(tally, "the unit tests", out)
+    else:
+        _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
+        _python_unit_tests(unit_tests, tally, out)
 
     gpu_needed = args.require_gpu
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
 
     if (bin_dir / "kit_fake_lab").is_file():
         _section(out, "Faults get verdicts (fake lab)")
-        _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
+        if args.skip_shared:
+            _skipped(tally, "the fake lab's verdicts", out)
+        else:
+            _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
     _section(out, "Every stub fails its correctness steps")
     stubs = _grade(root, labs, "student", seed, args.jobs, build_dir, out)
@@ -204,6 +215,11 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     else:
         _student_edition(root, build_dir, args, seed, tally, out)
     return _finish(tally, out)
+
+
+def _skipped(tally: Tally, what: str, out: TextIO) -> None:
+    tally.add(None, f"{what} (not run: --skip-shared)", out)
+    out.write("  not run: --skip-shared\n")
 
 
 def _lab(labs: list[Lab], lab_id: str) -> Lab:
@@ -730,8 +746,8 @@ def _finish(tally: Tally, out: TextIO) -> int:
         out.write("\nFailed checks:\n" + "".join(f"  - {f}\n" for f in tally.failures))
     if tally.skipped:
         out.write(f"\n{tally.skipped} checks not run (no CUDA device or counters, no Doxygen or "
-                  "Chromium, --skip-edition): skipped, not passed; --require-gpu / "
-                  "--require-docs make them failures\n")
+                  "Chromium, --skip-edition, --skip-shared, --wrong): skipped, not passed; "
+                  "--require-gpu / --require-docs make them failures\n")
         if tally.skipped <= SKIPS_LISTED:
             out.write("".join(f"  - {s}\n" for s in tally.skips))
     out.write(f"\nselftest: {tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped\n")
