@@ -7,7 +7,8 @@ tests as the runner times them (list, correctness, sanitizer, timed, counters, p
 RunResult.timings; when the runner reports none, the whole of runner.run as "tests"), and the reports (written into a
 temporary folder). "other" is runner.run's time outside its phases (the device query, the
 judges' checksums). With --repeat K it grades K times and prints each phase's median, min and
-max, and the total's.
+max, and the total's. Under the table, the SLOWEST tests of the last run, each with its own
+duration (tests side by side overlap, so these do not add up to a phase).
 
 The build directory is reused as grade reuses it: configure runs only when the directory is not
 configured for labs/ yet (0 s otherwise), and the build rebuilds what changed. --fresh-build
@@ -41,7 +42,7 @@ from .build import (SUBMISSION_VARIABLE, BuildError, cached_value, configure, en
 from .context import (KIT_ROOT, Context, ExitCode, UsageError, check_thresholds,
                       default_build_dir, env_seed, positive_int, select_labs)
 from .manifest import Lab
-from .model import RunResult
+from .model import RunResult, Status
 
 PHASES = ("configure", "build", "list", "correctness", "sanitizer", "timed", "counters", "perf",
           "other", "tests", "reports")
@@ -49,6 +50,8 @@ PHASES = ("configure", "build", "list", "correctness", "sanitizer", "timed", "co
 RUNNER_PHASES = ("list", "correctness", "sanitizer", "timed", "counters", "perf")
 """The keys of RunResult.timings (seconds), as runner.run fills them."""
 WIDTH = 80
+SLOWEST = 10
+"""Tests listed under the table: where the time of the test phases went."""
 T = TypeVar("T")
 
 
@@ -62,6 +65,8 @@ class Sample:
     gpu: bool = False
     not_graded: list[str] = field(default_factory=list)
     """Labs the runner could not grade (missing binary, listing failed), with why."""
+    slowest: list[tuple[float, str]] = field(default_factory=list)
+    """The SLOWEST tests that ran longest, (seconds, "lab test kind"), longest first."""
 
     @property
     def total(self) -> float:
@@ -157,9 +162,19 @@ def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
     sample.seconds.update(runner_phases(run, seconds))
     sample.gpu = run.gpu_available
     sample.not_graded = [f"{lab.lab}: {lab.error}" for lab in run.errors]
+    sample.slowest = slowest_tests(run)
     with tempfile.TemporaryDirectory(prefix="kit-bench-reports-") as tmp:
         sample.seconds["reports"] = _timed(lambda: reports.write_reports(run, Path(tmp)))[1]
     return sample
+
+
+def slowest_tests(run: RunResult, count: int = SLOWEST) -> list[tuple[float, str]]:
+    """The `count` tests of `run` that took longest (each test's own duration, as the reports
+    give it), longest first."""
+    timed = [(test.duration_s, f"{lab.lab[:2]} {test.id} ({test.kind})")
+             for lab in run.labs for test in lab.tests
+             if test.duration_s > 0 and test.status is not Status.NOT_RUN]
+    return sorted(timed, key=lambda item: -item[0])[:count]
 
 
 def runner_phases(run: RunResult, seconds: float) -> dict[str, float]:
@@ -242,7 +257,11 @@ def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
     lines.append("-" * len(head))
     lines.append(_row("total", [s.total for s in samples], total, many))
     notes = [*_notes(samples), *notes]
-    return "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
+    text = "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
+    if samples[-1].slowest:
+        text += "\nslowest tests (the last run; tests side by side overlap):\n" + "".join(
+            f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in samples[-1].slowest)
+    return text
 
 
 def _row(name: str, values: Sequence[float], total: float, many: bool) -> str:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from kitgrade import bench_grader
 from kitgrade.cli import ExitCode, main
-from kitgrade.model import RunResult
+from kitgrade.model import LabResult, RunResult, Status, TestResult
 
 from .support import fake_env, make_repo
 
@@ -213,6 +213,21 @@ class RenderTest(unittest.TestCase):
         self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)
         for note in ("configure: 0 s", "no GPU:", "not graded: 01_alpha", "CCACHE_DISABLE=1"):
             self.assertIn(note, text)
+
+    def test_the_slowest_tests_longest_first_within_80_columns(self) -> None:
+        lab = LabResult("01_alpha", "Alpha", "student", {"alpha.1": "one"})
+        lab.tests = [TestResult("01_alpha", "alpha.1", f"Suite.Test{i}" + "x" * 70, "a test",
+                                "gpu", 1, Status.PASSED, duration_s=float(i)) for i in range(12)]
+        run = RunResult(1, "student", {}, "now", [lab])
+        slowest = bench_grader.slowest_tests(run)
+        self.assertEqual([seconds for seconds, _ in slowest], [11.0, 10.0, 9.0, 8.0, 7.0, 6.0,
+                                                              5.0, 4.0, 3.0, 2.0])
+        sample = self.sample(1.0, 1.0)
+        sample.slowest = slowest
+        text = bench_grader.render([sample])
+        self.assertIn("slowest tests", text)
+        self.assertIn("  11.00 s  01 Suite.Test11", text)
+        self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)
 
 
 if __name__ == "__main__":
