@@ -534,9 +534,16 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
             _judge_wrong(lab, sub, _one_lab(run, uninspected[i]), gpu_needed, tally, out)
         else:
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
+    # The test-seconds of each submission (its tests' durations added up; tests side by side
+    # overlap): which ones the lab's time went to.
+    costs = sorted(((sum(t.duration_s for t in graded.tests), name) for name, graded in
+                    zip([sub.name for sub in subs] + [subs[i].name for i in again], run.labs)),
+                   reverse=True)[:SLOWEST_WRONG]
     line = (f"({lab.id}: {len(subs)} submissions in {time.monotonic() - started:.0f} s: "
             + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
-            + (f"; {len(again)} graded again without the inspection" if again else "") + ")")
+            + (f"; {len(again)} graded again without the inspection" if again else "")
+            + "; most test-seconds: " + ", ".join(f"{name} {cost:.0f}" for cost, name in costs)
+            + ")")
     out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
                                        subsequent_indent="   ")) + "\n")
 
@@ -557,6 +564,9 @@ def _judge_refused(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, tally: 
     first = result.tests[0].reason if result.tests else result.error
     out.write(f"  {lab.id}/{sub.name}: {result.score:g}/{result.max_score:g} — {first}\n")
 
+
+SLOWEST_WRONG = 3
+"""The known-wrong submissions whose tests took longest, named in each lab's phase line."""
 
 RACECHECK_TIMEOUT_S = 300
 SKIPS_LISTED = 10  # the final summary names the skipped checks when there are this few
