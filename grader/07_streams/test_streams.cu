@@ -565,6 +565,23 @@ INSTANTIATE_TEST_SUITE_P(Chunks, PipelineRun,
                                            PipelineCase{33, 7, 4}, PipelineCase{33, 16, 4}),
                          case_name);
 
+// A shape drawn from the seed, besides the listed ones: a pipeline right only on the shapes above
+// (a table of their chunk edges, say) fails here.
+using PipelineDrawn = kit::GpuTest;
+
+KIT_TEST(PipelineDrawn, WritesEveryElementOnceOnAShapeFromTheSeed, "streams.2", gpu, 1,
+         "run() on 1 to 2^22 elements, 1 to 64 chunks and 1 to 8 streams drawn from the seed: "
+         "every element once, nothing outside h_out") {
+  auto rng = kit::test_random();
+  const auto n = static_cast<std::size_t>(rng.uniform_int(1, 1 << 22));
+  const auto chunks = static_cast<int>(rng.uniform_int(1, 64));
+  const auto streams = static_cast<int>(rng.uniform_int(1, 8));
+  SCOPED_TRACE(std::to_string(n) + " elements, " + std::to_string(chunks) + " chunks, " +
+               std::to_string(streams) + " streams, drawn from the seed; " + kit::seed_note());
+  WorkerPipeline pipeline(n, streams);
+  check_pipeline(pipeline, n, chunks, rng);
+}
+
 using PipelineReuse = kit::GpuTest;
 
 KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
