@@ -369,21 +369,20 @@ def render(lab_id: str, counters: tuple[Counter, ...], student: list[KernelCount
     # kernels that your build did not launch, with "-" as yours (what there is to reach).
     pairs = [(kernel, ref.get(kernel.name) or ref.get(shown(kernel.name))) for kernel in student]
     pairs += [(None, kernel) for kernel in missing]
-    for mine_k, other in pairs:
-        name = (mine_k or other).name
+    for yours, other in pairs:
+        name = (yours or other).name
         lines.append(f"{shown(name)[:78]}")
         lines.append(f"  {'counter':44} {'yours':>14} {'reference':>14}")
         for counter in counters:
-            mine = mine_k.values.get(counter.metric) if mine_k else None
+            mine = yours.values.get(counter.metric) if yours else None
             theirs = other.values.get(counter.metric) if other else None
             lines.append(f"  {counter.words[:44]:44} {_fmt(mine):>14} {_fmt(theirs):>14}")
             lines += textwrap.wrap(counter.meaning, 78, initial_indent="    ",
                                    subsequent_indent="    ")
         lines.append("")
-    missing = [k.name for k in missing]
     if missing:
         lines += textwrap.wrap("kernels of the reference that your build did not launch: "
-                               + ", ".join(shown(n) for n in missing), 80,
+                               + ", ".join(shown(k.name) for k in missing), 80,
                                subsequent_indent="  ")
     if not student:
         lines += textwrap.wrap("none of your kernels was profiled: the lab's benchmark did "
