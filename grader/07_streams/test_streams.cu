@@ -599,6 +599,44 @@ KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
   }
 }
 
+// Whether run() waited for every stream shows in h_out only when the streams finish far apart.
+// Each chunk here is a kernel of two full waves of blocks (every SM at its thread limit) that runs
+// for milliseconds: a later kernel's blocks start only once the earlier kernel's have all been
+// dispatched, so chunk 2 on stream 2 finishes milliseconds after chunk 0 on stream 0, and a run()
+// that waited only for stream 0 returns with chunks 1 and 2 still poison (the copy the worker takes
+// of h_out at that moment takes well under a millisecond per chunk). The inputs are fixed points of
+// one step of work() (x * kWorkScale + kWorkShift rounds back to x: floats within about 1e-4 of 1),
+// so the expected output is the input itself, whatever the number of steps.
+using PipelineWaits = kit::GpuTest;
+
+KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
+         "run() with 3 chunks on 3 streams, each kernel keeping the whole GPU busy for "
+         "milliseconds: h_out complete when run() returns, not only stream 0's chunk") {
+  constexpr int kChunks = 3;
+  constexpr int kIterations = 1 << 18;
+  int sms = 0, threads_per_sm = 0;
+  KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  KIT_CUDA_CHECK(
+      cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+  const std::size_t n = static_cast<std::size_t>(kChunks) * 2 * static_cast<std::size_t>(sms) *
+                        static_cast<std::size_t>(threads_per_sm);
+  auto rng = kit::test_random();
+  std::vector<float> in = rng.floats(n, 0.99990f, 1.00007f);
+  for (const float x : in)
+    if (lab07::work(x, 1) != x)
+      throw std::logic_error("kit grader: an input of PipelineWaits is not a fixed point of work()");
+  SCOPED_TRACE(std::to_string(n) + " elements (2 waves of " + std::to_string(sms) + " SMs x " +
+               std::to_string(threads_per_sm) + " threads per chunk), " +
+               std::to_string(kChunks) + " chunks on " + std::to_string(kChunks) + " streams, " +
+               std::to_string(kIterations) + " steps of work() per element; " + kit::seed_note());
+  WorkerPipeline pipeline(n, kChunks);
+  WorkerHost host(n);
+  host.write(in);
+  const lab07_probe::RunEnd end = pipeline.run_to_end(host, kChunks, kIterations);
+  WorkerHost::Contents contents = host.read(/*with_in=*/false);
+  expect_complete_output(in, host.at_return(contents), contents.now, kChunks, kChunks, end);
+}
+
 // ---- Step 3 -------------------------------------------------------------------------------------
 
 /// What is wrong with the timeline run() returned (empty when nothing is), given the times of
