@@ -529,6 +529,46 @@ std::string exchange(const char* key, const std::string& args) {
   return result;
 }
 
+void dirty_shared_memory() {
+  if (under_compute_sanitizer()) return;
+  exchange("kit::dirty()", "");
+}
+
+std::string queued_on_stream(const void* out, std::size_t bytes,
+                             const std::function<void(cudaStream_t)>& call, double hold_ms) {
+  bytes = std::min(bytes, kHoldMaxBytes);
+  // Under compute-sanitizer (a sanitizer step) the call is only made: those steps judge memory
+  // and races, and a wrong stream costs the steps whose own tests check it.
+  if (bytes == 0 || under_compute_sanitizer()) {  // an empty output shows nothing either
+    call(nullptr);
+    return "";
+  }
+  static cudaStream_t stream = [] {
+    cudaStream_t s = nullptr;
+    KIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }();
+  std::string before(bytes, '\0');
+  KIT_CUDA_CHECK(cudaMemcpy(before.data(), out, bytes, cudaMemcpyDeviceToHost));
+  {
+    Writer w;
+    detail::put_stream(w, stream);
+    w.pod(hold_ms);
+    detail::put_pointer(w, out);
+    w.pod<std::uint64_t>(bytes);
+    exchange("kit::hold()", w.bytes());
+  }
+  call(stream);
+  const std::string reply = exchange("kit::held()", "");
+  Reader r(reply);
+  const std::string held = Codec<std::string>::get(r);
+  if (held == before) return "";
+  return "the output changed while the stream your function was given was still busy with "
+         "work queued before the call: your kernel or copy ran on another stream (the default "
+         "stream 0, or one of your own). Queue every kernel and copy on `stream`, the function's "
+         "stream argument: its caller relies on the order of the work on that stream.";
+}
+
 // The kernels compiled into the worker: `cuobjdump -symbols` of it, written next to it when it was
 // linked (common/cmake/KitLab.cmake), one "STT_FUNC STB_GLOBAL STO_ENTRY name" line per kernel.
 // Without that file (no cuobjdump or no CUPTI where it was built) launches are not checked.

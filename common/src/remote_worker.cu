@@ -279,6 +279,8 @@ struct Worker {
   cudaEvent_t start{}, stop{};
   bool have_device = false;
   int early_threads = 0;  // threads found at main() besides the main one's: student code's
+  unsigned char* hold_copy = nullptr;  // "kit::hold()": what the held stream's buffer held
+  std::uint64_t hold_bytes = 0;
 };
 
 Worker& worker() {
@@ -428,6 +430,84 @@ __global__ void empty_kernel() {}
 // kernel, so that the GPU switches to this process's context as it does for real work.
 void null_call(Reader&, Writer&) {
   if (worker().have_device) empty_kernel<<<1, 1, 0, worker().call_stream>>>();
+}
+
+// Keeps its stream busy for `ns` nanoseconds (the GPU's own clock), then copies `bytes` from `from`
+// to `to`: work queued behind it on the stream runs after the copy, work anywhere else does not wait.
+__global__ void hold_kernel(unsigned long long ns, const unsigned char* from, unsigned char* to,
+                            unsigned long long bytes) {
+  if (threadIdx.x == 0) {
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      __nanosleep(1000);
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+  }
+  __syncthreads();
+  for (unsigned long long i = threadIdx.x; i < bytes; i += blockDim.x) to[i] = from[i];
+}
+
+// "kit::hold()" (stream, milliseconds, pointer, bytes): queues hold_kernel on the worker's copy of
+// the stream and returns at once; serve() does not wait for it (kit/remote.h, queued_on_stream).
+void hold_call(Reader& r, Writer&) {
+  Worker& w = worker();
+  const cudaStream_t stream = detail::get_stream(r);
+  const auto ms = r.pod<double>();
+  const auto* from = static_cast<const unsigned char*>(detail::get_pointer(r));
+  const auto bytes = r.pod<std::uint64_t>();
+  if (!w.have_device) throw std::runtime_error("kit worker: no device to hold a stream on");
+  if (from == nullptr || bytes == 0 || bytes > kHoldMaxBytes || !(ms > 0 && ms < 10000))
+    throw Malformed("kit worker: a hold of " + std::to_string(bytes) + " bytes for " +
+                    std::to_string(ms) + " ms");
+  if (w.hold_copy == nullptr) {
+    const cudaError_t e = cudaMalloc(&w.hold_copy, kHoldMaxBytes);
+    if (e != cudaSuccess) throw std::runtime_error("kit worker: " + cuda_text(e));
+  }
+  w.hold_bytes = bytes;
+  hold_kernel<<<1, 256, 0, stream>>>(static_cast<unsigned long long>(ms * 1e6), from,
+                                     w.hold_copy, bytes);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error("kit worker: hold_kernel: " + cuda_text(e));
+}
+
+// Fills the shared memory of the block it runs in with 0x7f bytes (as an int 2139062143, as a
+// float 3.4e38).
+__global__ void dirty_shared_kernel(unsigned words) {
+  extern __shared__ unsigned dirty_words[];
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) dirty_words[i] = 0x7f7f7f7fu;
+}
+
+// "kit::dirty()": every SM's shared memory filled with 0x7f bytes (blocks of the most shared
+// memory a block may have, several per SM), so that a kernel reading shared memory it never wrote
+// reads that pattern, not a lucky zero left from before (kit/remote.h, dirty_shared_memory).
+void dirty_call(Reader&, Writer&) {
+  if (!worker().have_device) return;
+  static const int bytes = [] {
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    cudaFuncSetAttribute(dirty_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    return optin;
+  }();
+  static const int sms = [] {
+    int n = 0;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
+    return n;
+  }();
+  dirty_shared_kernel<<<4 * sms, 256, static_cast<std::size_t>(bytes)>>>(
+      static_cast<unsigned>(bytes) / 4);
+}
+
+// "kit::held()": the bytes the last hold_kernel copied (the judge asks once the call after the
+// hold has returned, and serve() waits for the device after every call but kit::hold()).
+void held_call(Reader&, Writer& out) {
+  Worker& w = worker();
+  std::string bytes(w.hold_bytes, '\0');
+  if (w.hold_copy != nullptr && w.hold_bytes > 0) {
+    const cudaError_t e = cudaMemcpy(bytes.data(), w.hold_copy, w.hold_bytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) throw std::runtime_error("kit worker: " + cuda_text(e));
+  }
+  Codec<std::string>::put(out, bytes);
 }
 
 // "kit::map()": maps the judge's buffers listed (id, size), whose file descriptors came with the
@@ -583,6 +663,9 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
   void (*serve_fn)(Reader&, Writer&) = key == "kit::null()"      ? &null_call
                                        : key == "kit::sandbox()" ? &sandbox_call
                                        : key == "kit::map()"     ? &map_call
+                                       : key == "kit::hold()"    ? &hold_call
+                                       : key == "kit::held()"    ? &held_call
+                                       : key == "kit::dirty()"   ? &dirty_call
                                                                  : nullptr;
   for (std::size_t i = 0; i < count && serve_fn == nullptr; ++i)
     if (key == entries[i].key) serve_fn = entries[i].serve;
@@ -641,7 +724,7 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
     write_reply(fd, out.bytes());
     return false;
   }
-  if (w.have_device) {
+  if (w.have_device && key != "kit::hold()") {  // a hold's kernel must outlast its reply
     // Everything the call started, on any stream, must be finished before the judge reads.
     cudaError_t e = cudaDeviceSynchronize();
     if (e == cudaSuccess) e = cudaGetLastError();

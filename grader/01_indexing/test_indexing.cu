@@ -15,6 +15,7 @@
 
 #include "indexing.h"
 #include "kit/check.h"
+#include "kit/remote.h"
 #include "remote.h"
 #include "kit/test.h"
 
@@ -85,8 +86,14 @@ void check_saxpy(SaxpyFn saxpy_fn, unsigned n) {
 
   kit::DeviceBuffer<float> d_x(x), d_y(y);
   kit::GuardedBuffer<float> d_out(n);
-  const kit::Launch launch = saxpy_fn(n, a, d_x.data(), d_y.data(), d_out.data(), 0);
+  // The stream it is given is busy when it is called: its kernel must queue behind that work.
+  kit::Launch launch;
+  const std::string stream_problem = kit::remote::queued_on_stream(
+      d_out.data(), std::size_t{n} * sizeof(float), [&](cudaStream_t stream) {
+        launch = saxpy_fn(n, a, d_x.data(), d_y.data(), d_out.data(), stream);
+      });
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(stream_problem.empty()) << stream_problem;
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kSumTolerance, kit::Shape::d1(n), launch));
   EXPECT_TRUE(kit::input_unchanged("x", d_x, x));
   EXPECT_TRUE(kit::input_unchanged("y", d_y, y));
@@ -180,9 +187,14 @@ KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
 
   kit::DeviceBuffer<float> d_in(in), d_row(row_bias), d_col(col_bias);
   kit::GuardedBuffer<float> d_out(in.size());
-  const kit::Launch launch =
-      lab01::add_biases_2d(rows, cols, d_in.data(), d_row.data(), d_col.data(), d_out.data());
+  kit::Launch launch;
+  const std::string stream_problem = kit::remote::queued_on_stream(
+      d_out.data(), in.size() * sizeof(float), [&](cudaStream_t stream) {
+        launch = lab01::add_biases_2d(rows, cols, d_in.data(), d_row.data(), d_col.data(),
+                                      d_out.data(), stream);
+      });
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(stream_problem.empty()) << stream_problem;
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kSumTolerance, kit::Shape::d2(rows, cols),
                                   launch));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
@@ -263,9 +275,14 @@ KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
 
   kit::DeviceBuffer<float> d_in(in), d_z(zb), d_y(yb), d_x(xb);
   kit::GuardedBuffer<float> d_out(in.size());
-  const kit::Launch launch = lab01::add_biases_3d(depth, rows, cols, d_in.data(), d_z.data(),
-                                                  d_y.data(), d_x.data(), d_out.data());
+  kit::Launch launch;
+  const std::string stream_problem = kit::remote::queued_on_stream(
+      d_out.data(), in.size() * sizeof(float), [&](cudaStream_t stream) {
+        launch = lab01::add_biases_3d(depth, rows, cols, d_in.data(), d_z.data(), d_y.data(),
+                                      d_x.data(), d_out.data(), stream);
+      });
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(stream_problem.empty()) << stream_problem;
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kSumTolerance,
                                   kit::Shape::d3(depth, rows, cols), launch));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));

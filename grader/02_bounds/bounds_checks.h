@@ -13,6 +13,7 @@
 
 #include "bounds.h"
 #include "kit/check.h"
+#include "kit/remote.h"
 #include "kit/test.h"
 
 namespace lab02_grader {
@@ -63,17 +64,25 @@ inline ScaleShiftCase make_scale_shift_case(unsigned n) {
   return c;
 }
 
-// Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out)) on a fresh
-// case of size n and checks every element, the guards and the input, which sits at the start or
-// at the end of its allocation (`input`, see kit::Placement).
+// Runs `launcher` (one of the lab's 1D launchers, wrapped to take (n, a, b, in, out, stream)) on a
+// fresh case of size n and checks every element, the guards and the input, which sits at the
+// start or at the end of its allocation (`input`, see kit::Placement). The launcher gets a stream
+// that is busy when it is called: its kernel must queue behind that work, not run at once
+// (kit::remote::queued_on_stream).
 template <class Launcher>
 void check_scale_shift(Launcher launcher, unsigned n,
                        kit::Placement input = kit::Placement::start) {
   const ScaleShiftCase c = make_scale_shift_case(n);
   kit::DeviceBuffer<float> d_in(c.in, input);
   kit::GuardedBuffer<float> d_out(n);
-  const kit::Launch launch = launcher(n, c.a, c.b, d_in.data(), d_out.data());
+  kit::Launch launch;
+  const std::string stream_problem = kit::remote::queued_on_stream(
+      d_out.data(), std::size_t{n} * sizeof(float),
+      [&](cudaStream_t stream) {
+        launch = launcher(n, c.a, c.b, d_in.data(), d_out.data(), stream);
+      });
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(stream_problem.empty()) << stream_problem;
   EXPECT_TRUE(kit::output_matches("out", c.expected, d_out, kScaleShiftTolerance, kit::Shape::d1(n),
                                   launch));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, c.in));
@@ -90,8 +99,8 @@ inline kit::Launch check_grid_stride(unsigned n, unsigned blocks,
                                      kit::Placement input = kit::Placement::start) {
   kit::Launch used;
   check_scale_shift(
-      [&](unsigned count, float a, float b, const float* in, float* out) {
-        used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks);
+      [&](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+        used = lab02::scale_shift_grid_stride(count, a, b, in, out, blocks, stream);
         return used;
       },
       n, input);
@@ -150,9 +159,14 @@ inline void check_rank1_update(unsigned rows, unsigned cols,
 
   kit::DeviceBuffer<float> d_in(in, inputs), d_u(u, inputs), d_v(v, inputs);
   kit::GuardedBuffer<float> d_out(in.size());
-  const kit::Launch launch =
-      lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(), d_out.data());
+  kit::Launch launch;
+  const std::string stream_problem = kit::remote::queued_on_stream(
+      d_out.data(), in.size() * sizeof(float), [&](cudaStream_t stream) {
+        launch = lab02::rank1_update(rows, cols, d_in.data(), d_u.data(), d_v.data(),
+                                     d_out.data(), stream);
+      });
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(stream_problem.empty()) << stream_problem;
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kRank1Tolerance,
                                   kit::Shape::d2(rows, cols), launch));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));

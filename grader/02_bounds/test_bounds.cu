@@ -56,8 +56,8 @@ class ScaleShift : public kit::GpuTestWithParam<unsigned> {};
 KIT_TEST_P(ScaleShift, WritesEveryElementAndNothingPastTheEnd, "bounds.1", gpu, 1,
            "scale_shift writes a*in+b to each of the n elements and nothing past the end") {
   check_scale_shift(
-      [](unsigned n, float a, float b, const float* in, float* out) {
-        return lab02::scale_shift(n, a, b, in, out);
+      [](unsigned n, float a, float b, const float* in, float* out, cudaStream_t stream) {
+        return lab02::scale_shift(n, a, b, in, out, stream);
       },
       GetParam());
 }
@@ -321,8 +321,9 @@ KIT_TEST(LaunchConfig, ValidConfigurationRuns, "bounds.4", gpu, 2,
     SCOPED_TRACE("scale_shift_with_config with " + describe_config(config.grid, config.block));
     kit::Launch used;
     check_scale_shift(
-        [&](unsigned count, float a, float b, const float* in, float* out) {
-          used = lab02::scale_shift_with_config(count, a, b, in, out, config.grid, config.block);
+        [&](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          used = lab02::scale_shift_with_config(count, a, b, in, out, config.grid, config.block, 0,
+                                                stream);
           return used;
         },
         config.grid.x * config.block.x);
@@ -389,8 +390,8 @@ KIT_TEST(BoundsMemcheck, NoKernelTouchesMemoryOutsideItsBuffers, "bounds.5", mem
   {
     SCOPED_TRACE("scale_shift");
     check_scale_shift(
-        [](unsigned count, float a, float b, const float* in, float* out) {
-          return lab02::scale_shift(count, a, b, in, out);
+        [](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          return lab02::scale_shift(count, a, b, in, out, stream);
         },
         n, kAtEnd);
   }
@@ -405,8 +406,8 @@ KIT_TEST(BoundsMemcheck, NoKernelTouchesMemoryOutsideItsBuffers, "bounds.5", mem
   {
     SCOPED_TRACE("scale_shift_fast");
     check_scale_shift(
-        [](unsigned count, float a, float b, const float* in, float* out) {
-          return lab02::scale_shift_fast(count, a, b, in, out);
+        [](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          return lab02::scale_shift_fast(count, a, b, in, out, stream);
         },
         n, kAtEnd);
   }
@@ -419,8 +420,8 @@ class ScaleShiftFast : public kit::GpuTestWithParam<unsigned> {};
 KIT_TEST_P(ScaleShiftFast, ComputesTheSameAsScaleShift, "bounds.perf", gpu, 1,
            "scale_shift_fast writes a*in+b to every element, none outside the output") {
   check_scale_shift(
-      [](unsigned n, float a, float b, const float* in, float* out) {
-        return lab02::scale_shift_fast(n, a, b, in, out);
+      [](unsigned n, float a, float b, const float* in, float* out, cudaStream_t stream) {
+        return lab02::scale_shift_fast(n, a, b, in, out, stream);
       },
       GetParam());
 }
@@ -431,6 +432,77 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShiftFast,
                          ::testing::Values(1u, 33u, 1000u, 4097u, (1u << 20) + 7,
                                            (1u << 26) + 1),
                          size_name);
+
+// scale_shift_fast at the top of the unsigned range: n = 2^32 - 1. A grid-stride loop whose index
+// is 32 bits wide passes 2^32 - 1 on its last trip and wraps round to an element near the start:
+// the loop never ends (or rewrites elements). Two arrays of 16 GiB, filled and checked here on the
+// GPU (copying them to the host would take seconds).
+constexpr unsigned kTopN = 0xffffffffu;
+
+__device__ float top_input(std::size_t i, std::uint32_t seed) {
+  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  return static_cast<float>(h & 0xffffu) / 65536.0f - 0.5f;  // in [-0.5, 0.5)
+}
+
+__global__ void fill_top_input(float* in, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    in[i] = top_input(i, seed);
+}
+
+// Counts the elements of out that are not a * in + b (within kScaleShiftTolerance), and keeps the
+// first such index: the input is recomputed from its index, so `in` is not read (it could have
+// been changed too: that shows as wrong outputs).
+__global__ void count_top_wrong(const float* out, std::size_t n, float a, float b,
+                                std::uint32_t seed, double tolerance,
+                                unsigned long long* wrong, unsigned long long* first) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const double want = double(a) * top_input(i, seed) + b;
+    const double got = out[i];
+    if (!(fabs(got - want) <= tolerance)) {  // NaN (the poison) is wrong too
+      atomicAdd(wrong, 1ull);
+      atomicMin(first, static_cast<unsigned long long>(i));
+    }
+  }
+}
+
+class ScaleShiftFastTop : public kit::GpuTest {};
+
+KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", gpu, 1,
+         "scale_shift_fast on n = 2^32 - 1 elements (two arrays of 16 GiB): every element once; "
+         "a 32-bit index wraps on the loop's last trip") {
+  const std::size_t n = kTopN;
+  const std::size_t bytes = 2 * n * sizeof(float);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes < bytes + (std::size_t{1} << 30))
+    GTEST_SKIP() << "needs " << (bytes >> 30) + 1 << " GiB of free GPU memory; this GPU has "
+                 << (free_bytes >> 30) << " GiB free";
+  auto rng = kit::test_random();
+  const float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
+  const auto seed = static_cast<std::uint32_t>(rng.next_u64());
+  kit::DeviceBuffer<float> d_in(n), d_out(n);
+  fill_top_input<<<4096, 256>>>(d_in.data(), n, seed);
+  KIT_CUDA_CHECK(cudaMemset(d_out.data(), 0xff, n * sizeof(float)));  // NaN: never written
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const kit::Launch launch = lab02::scale_shift_fast(kTopN, a, b, d_in.data(), d_out.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  kit::DeviceBuffer<unsigned long long> d_wrong(std::vector<unsigned long long>{0}),
+      d_first(std::vector<unsigned long long>{~0ull});
+  count_top_wrong<<<4096, 256>>>(d_out.data(), n, a, b, seed, kScaleShiftTolerance.abs,
+                                 d_wrong.data(), d_first.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const unsigned long long wrong = d_wrong.download()[0], first = d_first.download()[0];
+  EXPECT_EQ(wrong, 0ull) << wrong << " of " << n << " elements wrong, the first at index "
+                         << first << " (launch: " << kit::describe_launch(launch) << ").\n"
+                         << "An index or stride kept in 32 bits (unsigned) passes 2^32 - 1 on the "
+                            "loop's last trip and wraps round: keep them in std::size_t.\n"
+                         << kit::seed_note();
+}
 
 using BoundsPerf = kit::PerfTest;
 

@@ -16,6 +16,7 @@
 #include "cub_sum.cuh"
 #include "divergence.h"
 #include "kit/check.h"
+#include "kit/remote.h"
 #include "kit/test.h"
 
 namespace {
@@ -188,11 +189,18 @@ void check_sums(Reducer<T> reduce, const char* version) {
   for (const unsigned n : kSizes) {
     input.fill(d_in.data(), n, rng.next_u64());
     d_out.poison();
-    const kit::Launch launch = reduce(d_in.data(), n, d_out.data(), d_scratch.data(), 0);
+    kit::remote::dirty_shared_memory();  // shared memory read before it is written is not zero
+    // The stream it is given is busy when it is called: its kernels must queue behind that work.
+    kit::Launch launch;
+    const std::string stream_problem = kit::remote::queued_on_stream(
+        d_out.data(), sizeof(T), [&](cudaStream_t stream) {
+          launch = reduce(d_in.data(), n, d_out.data(), d_scratch.data(), stream);
+        });
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<T> expected{static_cast<T>(input.sum)};
     const std::string what = std::string(version) + " sum of n = " + std::to_string(n) +
                              (std::is_same_v<T, int> ? " ints" : " floats");
+    EXPECT_TRUE(stream_problem.empty()) << what << ": " << stream_problem;
     EXPECT_TRUE(kit::output_matches(what, expected, d_out, sum_tolerance(input), kit::Shape::d1(1),
                                     launch));
     const std::string changed = input.changed(d_in.data());

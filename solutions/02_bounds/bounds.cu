@@ -128,9 +128,10 @@ void validate_launch(dim3 grid, dim3 block) {
   if (threads > kMaxThreadsPerBlock)
     fail("block " + dims(block) + " has " + std::to_string(threads) + " threads; the limit is " +
          std::to_string(kMaxThreadsPerBlock));
-  const unsigned block_dim[3] = {block.x, block.y, block.z}, grid_dim[3] = {grid.x, grid.y, grid.z};
+  const unsigned block_dim[] = {block.x, block.y, block.z}, grid_dim[] = {grid.x, grid.y, grid.z};
+  const char* const axes[] = {"x", "y", "z"};
   for (int axis = 0; axis < 3; ++axis) {
-    const std::string name = std::string(1, "xyz"[axis]);
+    const std::string name = axes[axis];
     if (block_dim[axis] > kMaxBlockDim[axis])
       fail("block." + name + " is " + std::to_string(block_dim[axis]) + "; the limit is " +
            std::to_string(kMaxBlockDim[axis]));

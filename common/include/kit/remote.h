@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <istream>
 #include <set>
 #include <sstream>
@@ -268,6 +269,28 @@ class TimedScope {
   bool mismatch_ = false;
   TimedScope* previous_ = nullptr;
 };
+
+/// The most bytes of an output that queued_on_stream() compares (its start).
+constexpr std::size_t kHoldMaxBytes = std::size_t{1} << 16;
+
+/// Judge: whether a student call queues its GPU work on the stream it is given. Calls
+/// `call(stream)` with a stream of the judge's own; in the worker, that stream first runs a kit
+/// kernel that keeps it busy for `hold_ms` milliseconds and then copies the first `bytes` (at most
+/// kHoldMaxBytes) of the device buffer `out`. Work the call queues on the stream runs after that
+/// copy, so the copy still holds what `out` held before the call; work queued anywhere else (the
+/// default stream, a stream of the student's own) does not wait, and shows in the copy. Returns
+/// the empty string when the copy is unchanged, otherwise why that means another stream. Only
+/// a wrong launch can fail it: work on the stream cannot reach the copy, however slow the machine.
+/// Under compute-sanitizer (the sanitizer steps, which judge memory and races) it only calls.
+std::string queued_on_stream(const void* out, std::size_t bytes,
+                             const std::function<void(cudaStream_t)>& call, double hold_ms = 20);
+
+/// Judge: fills the shared memory of every SM in the worker's context with 0x7f bytes (an int of
+/// 2139062143, a float of 3.4e38) before a call, so that a kernel that reads shared memory it never
+/// wrote (past the end of its array, before a tile is loaded) gets that pattern, a wrong result,
+/// rather than a zero left from before that happens to give the right one. Under compute-sanitizer
+/// it does nothing (initcheck and memcheck judge such reads there).
+void dirty_shared_memory();
 
 /// Judge: the worker binary and per-test time limit, from the judge's command line (test_main).
 void configure_judge(const std::string& worker_path, double timeout_s);

@@ -43,8 +43,8 @@ KIT_HIDDEN_TEST(BoundsHiddenGpu, ScaleShiftOnSizesWithAndWithoutATail, "bounds.1
   for (const unsigned n : {2u, 32u, 256u, 511u, 4099u, 999983u, (1u << 24) - 1}) {
     SCOPED_TRACE("scale_shift on n = " + std::to_string(n));
     check_scale_shift(
-        [](unsigned count, float a, float b, const float* in, float* out) {
-          return lab02::scale_shift(count, a, b, in, out);
+        [](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          return lab02::scale_shift(count, a, b, in, out, stream);
         },
         n);
     if (HasFailure()) return;  // one size's report is enough to act on
@@ -151,8 +151,8 @@ KIT_HIDDEN_TEST(BoundsHiddenGpu, FastKernelAtAWholeNumberOfTrips, "bounds.perf",
   {
     SCOPED_TRACE("scale_shift_fast on 2^24 elements");
     check_scale_shift(
-        [&](unsigned n, float a, float b, const float* in, float* out) {
-          probe = lab02::scale_shift_fast(n, a, b, in, out);
+        [&](unsigned n, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          probe = lab02::scale_shift_fast(n, a, b, in, out, stream);
           return probe;
         },
         1u << 24);
@@ -166,8 +166,8 @@ KIT_HIDDEN_TEST(BoundsHiddenGpu, FastKernelAtAWholeNumberOfTrips, "bounds.perf",
     SCOPED_TRACE("scale_shift_fast on n = " + std::to_string(n) + " (one trip covers " +
                  std::to_string(trip) + " elements)");
     check_scale_shift(
-        [](unsigned count, float a, float b, const float* in, float* out) {
-          return lab02::scale_shift_fast(count, a, b, in, out);
+        [](unsigned count, float a, float b, const float* in, float* out, cudaStream_t stream) {
+          return lab02::scale_shift_fast(count, a, b, in, out, stream);
         },
         n);
     if (HasFailure()) return;
