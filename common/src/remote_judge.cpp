@@ -529,11 +529,6 @@ std::string exchange(const char* key, const std::string& args) {
   return result;
 }
 
-void dirty_shared_memory() {
-  if (under_compute_sanitizer()) return;
-  exchange("kit::dirty()", "");
-}
-
 std::string queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call, double hold_ms) {
   bytes = std::min(bytes, kHoldMaxBytes);
@@ -550,6 +545,13 @@ std::string queued_on_stream(const void* out, std::size_t bytes,
   }();
   std::string before(bytes, '\0');
   KIT_CUDA_CHECK(cudaMemcpy(before.data(), out, bytes, cudaMemcpyDeviceToHost));
+  // The worker maps the buffers the call will name now, before the hold: mapping one later is a
+  // request of its own, after which the worker waits for the device, the hold included, so the
+  // call would come too late to show anything.
+  std::vector<std::uint64_t> live;
+  for (const auto& [base, allocation] : allocations())
+    if (live.size() < 250) live.push_back(allocation.id);
+  ensure_mapped(live);
   {
     Writer w;
     detail::put_stream(w, stream);

@@ -471,33 +471,6 @@ void hold_call(Reader& r, Writer&) {
   if (e != cudaSuccess) throw std::runtime_error("kit worker: hold_kernel: " + cuda_text(e));
 }
 
-// Fills the shared memory of the block it runs in with 0x7f bytes (as an int 2139062143, as a
-// float 3.4e38).
-__global__ void dirty_shared_kernel(unsigned words) {
-  extern __shared__ unsigned dirty_words[];
-  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) dirty_words[i] = 0x7f7f7f7fu;
-}
-
-// "kit::dirty()": every SM's shared memory filled with 0x7f bytes (blocks of the most shared
-// memory a block may have, several per SM), so that a kernel reading shared memory it never wrote
-// reads that pattern, not a lucky zero left from before (kit/remote.h, dirty_shared_memory).
-void dirty_call(Reader&, Writer&) {
-  if (!worker().have_device) return;
-  static const int bytes = [] {
-    int optin = 0;
-    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-    cudaFuncSetAttribute(dirty_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    return optin;
-  }();
-  static const int sms = [] {
-    int n = 0;
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
-    return n;
-  }();
-  dirty_shared_kernel<<<4 * sms, 256, static_cast<std::size_t>(bytes)>>>(
-      static_cast<unsigned>(bytes) / 4);
-}
-
 // "kit::held()": the bytes the last hold_kernel copied (the judge asks once the call after the
 // hold has returned, and serve() waits for the device after every call but kit::hold()).
 void held_call(Reader&, Writer& out) {
@@ -665,7 +638,6 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
                                        : key == "kit::map()"     ? &map_call
                                        : key == "kit::hold()"    ? &hold_call
                                        : key == "kit::held()"    ? &held_call
-                                       : key == "kit::dirty()"   ? &dirty_call
                                                                  : nullptr;
   for (std::size_t i = 0; i < count && serve_fn == nullptr; ++i)
     if (key == entries[i].key) serve_fn = entries[i].serve;
@@ -758,6 +730,10 @@ int main() {
   }
   const int fd = std::atoi(fd_text);
   unsetenv("KIT_REMOTE_FD");
+  // Every kernel is loaded when the context is made. Loaded lazily, at its first launch, a kernel
+  // can make the context wait for the work already on the GPU (a hold of queued_on_stream, say)
+  // before it starts.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
 
   Worker& w = worker();
   const int threads_at_main = thread_count();

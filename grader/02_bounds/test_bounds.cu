@@ -436,7 +436,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShiftFast,
 // scale_shift_fast at the top of the unsigned range: n = 2^32 - 1. A grid-stride loop whose index
 // is 32 bits wide passes 2^32 - 1 on its last trip and wraps round to an element near the start:
 // the loop never ends (or rewrites elements). Two arrays of 16 GiB, filled and checked here on the
-// GPU (copying them to the host would take seconds).
+// GPU (copying them to the host would take seconds). Kind `timed`: it runs alone, after the other
+// correctness tests, since beside them (up to 16 at once, some of a GiB) its 32 GiB may not be free.
 constexpr unsigned kTopN = 0xffffffffu;
 
 __device__ float top_input(std::size_t i, std::uint32_t seed) {
@@ -472,7 +473,7 @@ __global__ void count_top_wrong(const float* out, std::size_t n, float a, float 
 
 class ScaleShiftFastTop : public kit::GpuTest {};
 
-KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", gpu, 1,
+KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", timed, 1,
          "scale_shift_fast on n = 2^32 - 1 elements (two arrays of 16 GiB): every element once; "
          "a 32-bit index wraps on the loop's last trip") {
   const std::size_t n = kTopN;

@@ -189,7 +189,6 @@ void check_sums(Reducer<T> reduce, const char* version) {
   for (const unsigned n : kSizes) {
     input.fill(d_in.data(), n, rng.next_u64());
     d_out.poison();
-    kit::remote::dirty_shared_memory();  // shared memory read before it is written is not zero
     // The stream it is given is busy when it is called: its kernels must queue behind that work.
     kit::Launch launch;
     const std::string stream_problem = kit::remote::queued_on_stream(

@@ -285,13 +285,6 @@ constexpr std::size_t kHoldMaxBytes = std::size_t{1} << 16;
 std::string queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call, double hold_ms = 20);
 
-/// Judge: fills the shared memory of every SM in the worker's context with 0x7f bytes (an int of
-/// 2139062143, a float of 3.4e38) before a call, so that a kernel that reads shared memory it never
-/// wrote (past the end of its array, before a tile is loaded) gets that pattern, a wrong result,
-/// rather than a zero left from before that happens to give the right one. Under compute-sanitizer
-/// it does nothing (initcheck and memcheck judge such reads there).
-void dirty_shared_memory();
-
 /// Judge: the worker binary and per-test time limit, from the judge's command line (test_main).
 void configure_judge(const std::string& worker_path, double timeout_s);
 
