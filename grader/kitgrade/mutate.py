@@ -22,6 +22,10 @@ compile is counted apart. A survivor that cannot change any
 result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x only counts up to n, say) is
 marked in ``grader/NN_name/equivalent.json`` with a one-line reason, and is listed, not counted.
 
+After a change to the grader, ``--recheck build-mutate/mutation.json`` grades only the survivors of
+that earlier run (found again by their line's text, so moved lines do not lose them): the "after"
+of a before-and-after, in minutes rather than a whole run's time.
+
 Without a GPU only the host steps can kill a mutant; the score line says so. Exit codes: 0 the run
 finished (whatever the score), 2 usage error, 3 the build of the grader failed.
 """
@@ -320,7 +324,8 @@ class Report:
                 "mutants": self.total_mutants,
                 "verdicts": [{"name": v.mutant.name, "file": v.mutant.file, "line": v.mutant.line,
                               "step": v.mutant.region, "operator": v.mutant.operator,
-                              "diff": v.mutant.diff(), "status": v.status, "why": v.why}
+                              "diff": v.mutant.diff(), "before": _flat(v.mutant.before),
+                              "after": _flat(v.mutant.after), "status": v.status, "why": v.why}
                              for v in self.verdicts]}
 
 
@@ -342,6 +347,30 @@ def test_results(run: RunResult, index: int) -> dict[str, TestResult] | None:
     return None if lab.error is not None else {t.id: t for t in lab.tests}
 
 
+def survivors_of(report: dict[str, Any], mutants: Sequence[Mutant]
+                 ) -> tuple[list[Mutant], list[str]]:
+    """The mutants among `mutants` that survived in `report` (an earlier run's mutation.json),
+    and the diffs of its survivors that are no longer mutants of the solution (their line
+    changed since). A survivor is matched by file and line text, not line number, so a grader
+    change that moved lines still finds it."""
+    by_key = {m.key(): m for m in mutants}
+    found: list[Mutant] = []
+    gone: list[str] = []
+    for verdict in report.get("verdicts", []):
+        if verdict.get("status") != "survived":
+            continue
+        before, after = verdict.get("before"), verdict.get("after")
+        if before is None or after is None:  # a report from before these fields: its diff line
+            text = verdict.get("diff", "").split(": ", 1)[-1]
+            before, _, after = text.partition("  ->  ")
+        mutant = by_key.get((verdict.get("file", ""), before, after))
+        if mutant is None:
+            gone.append(verdict.get("diff", ""))
+        elif mutant not in found:
+            found.append(mutant)
+    return found, gone
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "mutate", help="mutation score of a lab's grader (instructors)", description=__doc__,
@@ -354,6 +383,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", nargs="+", metavar="STEP",
                         help="only mutants of these steps' DONE regions (e.g. tiling.1: a host "
                              "step's pass without a GPU, or one step after its tests changed)")
+    parser.add_argument("--recheck", type=Path, metavar="MUTATION_JSON",
+                        help="grade only the survivors of an earlier run (its mutation.json), "
+                             "instead of a sample: after a grader change, are they killed now?")
     parser.add_argument("--jobs", type=int, default=8, help="tests run side by side")
     parser.add_argument("--build-dir", type=Path, help="default: <repo>/build-mutate")
     parser.add_argument("--report-dir", type=Path,
@@ -375,15 +407,29 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
             raise UsageError(f"{lab.id} has no step {', '.join(unknown)} (its steps: "
                              f"{', '.join(step.id for step in lab.steps)})")
         everything = [m for m in everything if m.region in args.steps]
-    chosen = sample(everything, args.sample or None, args.seed)
+    out = ctx.stdout
+    of_steps = f" of {', '.join(args.steps)}" if args.steps else ""
+    if args.recheck:
+        try:
+            earlier = json.loads(args.recheck.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise UsageError(f"--recheck {args.recheck}: cannot read it ({err})") from err
+        if earlier.get("lab") != lab.id:
+            raise UsageError(f"--recheck {args.recheck}: a report of {earlier.get('lab')}, "
+                             f"not of {lab.id}")
+        chosen, gone = survivors_of(earlier, everything)
+        drawn = f"{len(chosen)} survivors of {args.recheck} rechecked"
+        for diff in gone:
+            out.write(f"  no longer a mutant (its line changed): {diff[:70]}\n")
+    else:
+        chosen = sample(everything, args.sample or None, args.seed)
+        drawn = f"{len(chosen)} drawn with seed {args.seed}"
     equivalent = load_equivalent(root, lab)
     report = Report(lab, total_mutants=len(everything))
     marked = [m for m in chosen if m.key() in equivalent]
     to_build = [m for m in chosen if m.key() not in equivalent]
-    out = ctx.stdout
-    of_steps = f" of {', '.join(args.steps)}" if args.steps else ""
-    out.write(f"mutate {lab.id}: {len(everything)} mutants{of_steps}, {len(chosen)} drawn with "
-              f"seed {args.seed}, {len(marked)} marked equivalent\n")
+    out.write(f"mutate {lab.id}: {len(everything)} mutants{of_steps}, {drawn}, "
+              f"{len(marked)} marked equivalent\n")
     start = time.monotonic()
     write_mutants(root, lab, to_build, mutants_dir)
     try:

@@ -189,5 +189,32 @@ class JudgeTest(unittest.TestCase):
         self.assertIn("a.cpp:3: a < b  ->  a <= b", report.markdown())
 
 
+class RecheckTest(unittest.TestCase):
+    A = mutate.Mutant("mutant_0001", "a.cpp", "alpha.1", 3, "relational", "a < b", "a <= b")
+    B = mutate.Mutant("mutant_0002", "a.cpp", "alpha.1", 9, "constant", "k = 4;", "k = 5;")
+
+    def test_survivors_are_found_again_by_their_text_and_changed_lines_are_named(self) -> None:
+        report = {"lab": "06_occupancy", "verdicts": [
+            # this run's fields; the line number moved (3 -> 30) since
+            {"file": "a.cpp", "line": 30, "diff": "a.cpp:30: a < b  ->  a <= b",
+             "before": "a < b", "after": "a <= b", "status": "survived"},
+            # an older report, with its diff only
+            {"file": "a.cpp", "line": 9, "diff": "a.cpp:9: k = 4;  ->  k = 5;", "status": "survived"},
+            {"file": "a.cpp", "line": 9, "diff": "a.cpp:9: k = 4;  ->  k = 0;", "status": "killed"},
+            {"file": "a.cpp", "line": 12, "diff": "a.cpp:12: x + y  ->  x - y",
+             "before": "x + y", "after": "x - y", "status": "survived"}]}
+        found, gone = mutate.survivors_of(report, [self.A, self.B])
+        self.assertEqual(found, [self.A, self.B])
+        self.assertEqual(gone, ["a.cpp:12: x + y  ->  x - y"])
+
+    def test_the_json_report_keeps_each_line_as_it_was_and_as_mutated(self) -> None:
+        lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("06_occupancy")
+        report = mutate.Report(lab, [mutate.Verdict(self.A, "survived")], gpu=True,
+                               total_mutants=1)
+        verdict = report.to_json()["verdicts"][0]
+        self.assertEqual((verdict["before"], verdict["after"]), ("a < b", "a <= b"))
+        self.assertEqual(mutate.survivors_of(report.to_json(), [self.A]), ([self.A], []))
+
+
 if __name__ == "__main__":
     unittest.main()
