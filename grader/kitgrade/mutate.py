@@ -472,7 +472,13 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
         for i, m in enumerate(alive):
             verdict_of[m.name] = judge(m, ref_status, test_results(graded, i),
                                        graded.labs[i].error)
-        alive = [m for m in alive if verdict_of[m.name].status == "survived"]
+        still = [m for m in alive if verdict_of[m.name].status == "survived"]
+        # Where a pass's time went (runner phases, in seconds): what to speed up next.
+        out.write(f"  {'host' if kinds else 'GPU'} pass: {len(alive)} mutants, "
+                  f"{len(alive) - len(still)} killed; "
+                  + ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in
+                              graded.timings.items() if seconds >= 0.5) + "\n")
+        alive = still
     for m in chosen:
         if m.key() in equivalent:
             report.verdicts.append(Verdict(m, "equivalent", equivalent[m.key()]))
