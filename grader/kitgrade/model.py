@@ -26,6 +26,10 @@ GPU's hardware counters held to bars, under Nsight Compute (one at a time)."""
 NO_DEVICE_REASON = "no CUDA device"
 """The not_run reason a GPU test reports when the machine has no usable GPU."""
 
+NO_MEMORY_REASON = "too little GPU memory"
+"""The start of the not_run reason of a GPU test that needs more device memory than the GPU has free
+(kit/device_info.h, kNoMemoryReason): excused like a missing GPU, and perf is not held back by it."""
+
 NO_COUNTERS_REASON = "no hardware counters"
 """How the not_run reason of a counter test starts when the machine lacks what reads them: Nsight
 Compute (ncu), or this user's permission to read the GPU's counters (kitgrade.counters)."""
@@ -86,7 +90,8 @@ class TestResult:
 
     def lacked_device(self, gpu_available: bool) -> bool:
         """Not run only because the machine has no GPU, or (a counter test) no hardware counters
-        it can read: excused unless --require-gpu.
+        it can read, or (a test of huge sizes) too little GPU memory: excused unless
+        --require-gpu.
 
         A host test is never excused, and on a machine with a GPU only a test that itself
         reported "no CUDA device", or a counter test that could not read counters here, is (perf
@@ -94,7 +99,8 @@ class TestResult:
         """
         if self.status is not Status.NOT_RUN or self.kind == "host":
             return False
-        return not gpu_available or self.reason == NO_DEVICE_REASON or self.lacked_counters()
+        return (not gpu_available or self.reason == NO_DEVICE_REASON or self.lacked_counters()
+                or self.reason.startswith(NO_MEMORY_REASON))
 
     def lacked_counters(self) -> bool:
         """Not run only because nothing here could read the GPU's counters (a counter test

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kitgrade import protocol, runner
-from kitgrade.model import NO_DEVICE_REASON, LabResult, Status, TestResult
+from kitgrade.model import NO_DEVICE_REASON, NO_MEMORY_REASON, LabResult, Status, TestResult
 from kitgrade.protocol import ProtocolError, judge, parse_listing
 
 from .support import fake_env, make_fake_binary, make_lab
@@ -240,6 +240,18 @@ class PerfAndDeviceTest(unittest.TestCase):
         self.assertEqual((gpu.score, perf.score, lab.score, lab.max_score), (0, 0, 2, 8))
         self.assertTrue(gpu.lacked_device(False) and perf.lacked_device(False))
         self.assertFalse(lab.tests[0].lacked_device(False))
+
+    def test_too_little_gpu_memory_is_excused_like_a_missing_gpu(self) -> None:
+        # Lab 02's test on 2^32 - 1 elements needs 33 GiB: on a smaller GPU it is not run, which
+        # must neither count against a selftest nor hold back the perf tests (the gate asks
+        # lacked_device), while a test that failed still does.
+        short = TestResult(lab="01_alpha", step="01_alpha.2", id="Top.Huge", title="t",
+                           kind="timed", points=1, status=Status.NOT_RUN,
+                           reason=f"{NO_MEMORY_REASON}: needs 33 GiB free, this GPU has 15 GiB free")
+        self.assertTrue(short.lacked_device(gpu_available=True))
+        skipped = TestResult(lab="01_alpha", step="01_alpha.2", id="Top.Other", title="t",
+                             kind="gpu", points=1, status=Status.NOT_RUN, reason="skipped")
+        self.assertFalse(skipped.lacked_device(gpu_available=True))
 
     def test_no_gpu_and_a_failing_host_test_close_the_perf_gate(self) -> None:
         with fake_env(FAKE_TESTS="fail,gpu,perf"):
