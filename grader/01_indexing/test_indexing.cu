@@ -174,7 +174,7 @@ class AddBiases2d : public kit::GpuTestWithParam<Shape2> {};
 
 KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
            "add_biases_2d pairs each element with its own row and column bias") {
-  const auto [rows, cols] = GetParam();
+  const unsigned rows = GetParam().rows, cols = GetParam().cols;
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
   const auto row_bias = rng.floats(rows, -1, 1), col_bias = rng.floats(cols, -1, 1);
@@ -261,7 +261,7 @@ class AddBiases3d : public kit::GpuTestWithParam<Shape3> {};
 
 KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
            "add_biases_3d pairs each element with its own z, y and x bias") {
-  const auto [depth, rows, cols] = GetParam();
+  const unsigned depth = GetParam().depth, rows = GetParam().rows, cols = GetParam().cols;
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(depth) * rows * cols, -1, 1);
   const auto zb = rng.floats(depth, -1, 1), yb = rng.floats(rows, -1, 1), xb = rng.floats(cols, -1, 1);
