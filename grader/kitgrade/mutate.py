@@ -347,6 +347,19 @@ def test_results(run: RunResult, index: int) -> dict[str, TestResult] | None:
     return None if lab.error is not None else {t.id: t for t in lab.tests}
 
 
+def _around_change(mutant: Mutant, width: int) -> str:
+    """The mutated line, cut to `width` characters around where it differs from the original
+    (on a long line the change may be at its end: `..., 0>>>`)."""
+    before, after = _flat(mutant.before).strip(), _flat(mutant.after).strip()
+    if len(after) <= width:
+        return after
+    at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b),
+              min(len(before), len(after)))
+    start = max(0, min(at - width // 3, len(after) - (width - 3)))
+    text = after[start:start + width - 6 if start else width - 3]
+    return ("..." if start else "") + text + ("..." if start + len(text) < len(after) else "")
+
+
 def survivors_of(report: dict[str, Any], mutants: Sequence[Mutant]
                  ) -> tuple[list[Mutant], list[str]]:
     """The mutants among `mutants` that survived in `report` (an earlier run's mutation.json),
@@ -494,7 +507,8 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
     out.write(report.table() + "\n")
     for v in report.verdicts:
         if v.status == "survived":
-            out.write(f"  survived: {v.mutant.diff()[:74]}\n")
+            where = f"  survived: {v.mutant.file}:{v.mutant.line} ({v.mutant.operator}): "
+            out.write(where + _around_change(v.mutant, 80 - len(where)) + "\n")
     out.write(f"built in {built_at - start:.0f} s, graded in {time.monotonic() - built_at:.0f} s; "
               f"report: {report_dir / 'mutation.md'}\n")
     out.write(report.score_line + "\n")

@@ -216,5 +216,17 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(mutate.survivors_of(report.to_json(), [self.A]), ([self.A], []))
 
 
+class SurvivorLineTest(unittest.TestCase):
+    def test_a_long_line_is_cut_around_its_change(self) -> None:
+        line = "kernel<<<launch.grid, launch.block, 0, stream>>>(n, a, b, d_in, d_out, more, args);"
+        mutant = mutate.Mutant("m", "a.cu", "alpha.1", 1, "stream", line,
+                               line.replace("0, stream>>>", "0, 0>>>"))
+        shown = mutate._around_change(mutant, 40)
+        self.assertLessEqual(len(shown), 40)
+        self.assertIn("0, 0>>>", shown)
+        short = mutate.Mutant("m", "a.cu", "alpha.1", 1, "relational", "a < b", "a <= b")
+        self.assertEqual(mutate._around_change(short, 40), "a <= b")
+
+
 if __name__ == "__main__":
     unittest.main()
