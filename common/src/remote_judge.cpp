@@ -532,9 +532,11 @@ std::string exchange(const char* key, const std::string& args) {
 std::string queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call, double hold_ms) {
   bytes = std::min(bytes, kHoldMaxBytes);
-  // Under compute-sanitizer (a sanitizer step) the call is only made: those steps judge memory
-  // and races, and a wrong stream costs the steps whose own tests check it.
-  if (bytes == 0 || under_compute_sanitizer()) {  // an empty output shows nothing either
+  // Under compute-sanitizer (a sanitizer step) or Nsight Compute (a counter test) the call is
+  // only made: those steps judge memory, races and counters (a counter test holds every kernel
+  // it profiles to its bars, the hold's too), and a wrong stream costs the steps whose own tests
+  // check it.
+  if (bytes == 0 || under_compute_sanitizer() || counters_profiled()) {
     call(nullptr);
     return "";
   }

@@ -281,7 +281,8 @@ constexpr std::size_t kHoldMaxBytes = std::size_t{1} << 16;
 /// default stream, a stream of the student's own) does not wait, and shows in the copy. Returns
 /// the empty string when the copy is unchanged, otherwise why that means another stream. Only
 /// a wrong launch can fail it: work on the stream cannot reach the copy, however slow the machine.
-/// Under compute-sanitizer (the sanitizer steps, which judge memory and races) it only calls.
+/// Under compute-sanitizer (the sanitizer steps, which judge memory and races) or in a counter
+/// test (which holds every kernel it profiles to its bars) it only calls.
 std::string queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call, double hold_ms = 20);
 
