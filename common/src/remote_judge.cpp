@@ -536,7 +536,8 @@ std::string queued_on_stream(const void* out, std::size_t bytes,
   // only made: those steps judge memory, races and counters (a counter test holds every kernel
   // it profiles to its bars, the hold's too), and a wrong stream costs the steps whose own tests
   // check it.
-  if (bytes == 0 || under_compute_sanitizer() || counters_profiled()) {
+  static const bool sanitized = under_compute_sanitizer();  // reads /proc/self/maps: once
+  if (bytes == 0 || sanitized || counters_profiled()) {
     call(nullptr);
     return "";
   }
@@ -571,6 +572,14 @@ std::string queued_on_stream(const void* out, std::size_t bytes,
          "work queued before the call: your kernel or copy ran on another stream (the default "
          "stream 0, or one of your own). Queue every kernel and copy on `stream`, the function's "
          "stream argument: its caller relies on the order of the work on that stream.";
+}
+
+void expect_queued_on_stream(const void* out, std::size_t bytes,
+                             const std::function<void(cudaStream_t)>& call,
+                             const std::string& what) {
+  const std::string problem = queued_on_stream(out, bytes, call);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!problem.empty()) ADD_FAILURE() << (what.empty() ? "" : what + ": ") << problem;
 }
 
 // The kernels compiled into the worker: `cuobjdump -symbols` of it, written next to it when it was

@@ -200,13 +200,11 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
   host_product(op, exact, abs_sum);
   kit::GuardedBuffer<float> c(std::size_t(s.m) * s.n);
   // The stream it is given is busy when it is called: its kernel must queue behind that work.
-  const std::string stream_problem = kit::remote::queued_on_stream(
+  const std::string what = std::string(kernel.name) + " " + s.name();
+  kit::remote::expect_queued_on_stream(
       c.data(), c.size() * sizeof(float), [&](cudaStream_t stream) {
         kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), stream);
-      });
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::string what = std::string(kernel.name) + " " + s.name();
-  EXPECT_TRUE(stream_problem.empty()) << what << ": " << stream_problem;
+      }, what);
   const auto result = product_matches(what, s, exact, abs_sum, 1.0, c, kernel.ownership());
   EXPECT_TRUE(result) << (result ? "" : race_check(kernel, op, c));
   EXPECT_TRUE(kit::input_unchanged("A", op.d_a, op.a));

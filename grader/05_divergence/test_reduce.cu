@@ -195,16 +195,14 @@ void check_sums(Reducer<T> reduce, const char* version) {
     input.fill(d_in.data(), n, rng.next_u64());
     d_out.poison();
     // The stream it is given is busy when it is called: its kernels must queue behind that work.
-    kit::Launch launch;
-    const std::string stream_problem = kit::remote::queued_on_stream(
-        d_out.data(), sizeof(T), [&](cudaStream_t stream) {
-          launch = reduce(d_in.data(), n, d_out.data(), d_scratch.data(), stream);
-        });
-    KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<T> expected{static_cast<T>(input.sum)};
     const std::string what = std::string(version) + " sum of n = " + std::to_string(n) +
                              (std::is_same_v<T, int> ? " ints" : " floats");
-    EXPECT_TRUE(stream_problem.empty()) << what << ": " << stream_problem;
+    kit::Launch launch;
+    kit::remote::expect_queued_on_stream(
+        d_out.data(), sizeof(T), [&](cudaStream_t stream) {
+          launch = reduce(d_in.data(), n, d_out.data(), d_scratch.data(), stream);
+        }, what);
+    const std::vector<T> expected{static_cast<T>(input.sum)};
     EXPECT_TRUE(kit::output_matches(what, expected, d_out, sum_tolerance(input), kit::Shape::d1(1),
                                     launch));
     const std::string changed = input.changed(d_in.data());

@@ -286,6 +286,13 @@ constexpr std::size_t kHoldMaxBytes = std::size_t{1} << 16;
 std::string queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call, double hold_ms = 20);
 
+/// Judge: queued_on_stream(out, bytes, call), then waits for the device (the call's work is done
+/// when this returns) and, when the work ran on another stream, adds a failure to the running
+/// test with the reason, after "`what`: " when `what` names the case. The labs' helpers use it.
+void expect_queued_on_stream(const void* out, std::size_t bytes,
+                             const std::function<void(cudaStream_t)>& call,
+                             const std::string& what = "");
+
 /// Judge: the worker binary and per-test time limit, from the judge's command line (test_main).
 void configure_judge(const std::string& worker_path, double timeout_s);
 
