@@ -47,6 +47,21 @@ ResultCallback = Callable[[TestResult], None]
 
 
 @dataclass(frozen=True)
+class Settle:
+    """What the kit's selftest expects of a known-wrong submission: the steps it must lose, and
+    `shown(failing)`, whether the failing tests so far show what it must be told. Once a step
+    of `steps` has a failing test and `shown` holds, that step's verdict can no longer change:
+    its tests left are not run (SETTLED_REASON). A hung or sanitized test costs seconds to
+    minutes each, and a known-wrong submission that hangs hangs every test of its step."""
+
+    steps: frozenset[str]
+    shown: Callable[[Sequence[TestResult]], bool]
+
+
+SETTLED_REASON = "its step has already lost its points (kit selftest: not run)"
+
+
+@dataclass(frozen=True)
 class LabTarget:
     """A lab and the binary that grades it; tests point this at a fake binary.
 
@@ -81,6 +96,9 @@ class LabTarget:
     """The time limit of each test of this target, instead of RunOptions.timeout_s or the lab's:
     only the kit's own selftest sets it, for a known-wrong submission that hangs on purpose
     (wrong.json's "timeout_s")."""
+
+    settle: Settle | None = field(default=None, compare=False)
+    """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
 
     def judge_args(self, variant: str) -> list[str]:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
@@ -245,7 +263,9 @@ class _Lab:
     def run_sanitized(self, spec: protocol.TestSpec, tool: str | None, gpu_available: bool) -> None:
         """Runs one sanitizer test under its tool (`tool`: compute-sanitizer's path; None when it
         is missing, and the test is not run, as it is without a GPU)."""
-        if not gpu_available:
+        if self.settled(spec.step):
+            outcome = protocol.Outcome(Status.NOT_RUN, SETTLED_REASON)
+        elif not gpu_available:
             outcome = protocol.Outcome(Status.NOT_RUN, NO_DEVICE_REASON)
         elif tool is None:
             outcome = protocol.Outcome(Status.NOT_RUN, sanitizer.NOT_FOUND_REASON)
@@ -261,11 +281,30 @@ class _Lab:
     def pending(self, kinds: Collection[str]) -> list[protocol.TestSpec]:
         return [s for s in self.listing if s.kind in kinds and s.id not in self.by_id]
 
+    def settled(self, step: str) -> bool:
+        """The selftest's known-wrong submission has lost `step` as expected (Settle)."""
+        settle = self.target.settle
+        if settle is None or step not in settle.steps:
+            return False
+        failing = [t for t in list(self.by_id.values()) if t.status.is_problem]
+        return any(t.step == step for t in failing) and settle.shown(failing)
+
+    def drop_settled(self, specs: Sequence[protocol.TestSpec]) -> list[protocol.TestSpec]:
+        """`specs` less the tests of settled steps, which get their verdict (not run)."""
+        left = []
+        for spec in specs:
+            if self.settled(spec.step):
+                self.finish(spec, protocol.Outcome(Status.NOT_RUN, SETTLED_REASON))
+            else:
+                left.append(spec)
+        return left
+
     def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1) -> None:
         """Runs `specs` (in the binary's order) in as few processes as they need. With `fanout`
         above 1, a test that times out splits the tests after it over up to `fanout` processes
         side by side: one mistake in a shared function often hangs every test that calls it,
         and their time limits then overlap instead of adding up."""
+        specs = self.drop_settled(specs)
         if not specs:
             return
         by_id = {s.id: s for s in specs}
@@ -273,7 +312,10 @@ class _Lab:
         def stop(outcome: protocol.Outcome) -> bool:
             if self.fail_fast and outcome.status.is_problem:
                 return True
-            return fanout > 1 and outcome.status is Status.TIMED_OUT
+            if fanout > 1 and outcome.status is Status.TIMED_OUT:
+                return True
+            return outcome.status.is_problem and any(
+                s.id not in self.by_id and self.settled(s.step) for s in specs)
 
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
                            self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome),
@@ -282,6 +324,12 @@ class _Lab:
         if self.fail_fast and self.failed():
             for spec in left:
                 self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            return
+        left = self.drop_settled(left)
+        timed_out = any(self.by_id[s.id].status is Status.TIMED_OUT for s in specs
+                        if s.id in self.by_id)
+        if left and not (fanout > 1 and timed_out):
+            self.run(left, fanout)  # stopped where a step settled: one process goes on
             return
         shards = min(fanout, len(left))
         if shards:
@@ -294,6 +342,8 @@ class _Lab:
         the test is not run, as it is without a GPU)."""
         if self.fail_fast and self.failed():
             outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
+        elif self.settled(spec.step):
+            outcome = protocol.Outcome(Status.NOT_RUN, SETTLED_REASON)
         elif not gpu_available:
             outcome = protocol.Outcome(Status.NOT_RUN, NO_DEVICE_REASON)
         elif ncu_path is None:

@@ -50,7 +50,7 @@ import time
 import tempfile
 import textwrap
 import unittest
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -519,7 +519,8 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
         return
     started = time.monotonic()
     targets = [dataclasses.replace(runner.lab_target(root, build_dir, lab, "student",
-                                                     wrong=sub.name), timeout_s=sub.timeout_s)
+                                                     wrong=sub.name), timeout_s=sub.timeout_s,
+                                   settle=_settle(sub))
                for sub in subs]
     # The refused attacks are graded a second time without the inspection, in the same run.
     again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
@@ -536,12 +537,14 @@ def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs
             _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
     # The test-seconds of each submission (its tests' durations added up; tests side by side
     # overlap): which ones the lab's time went to.
+    settled = sum(t.reason == runner.SETTLED_REASON for graded in run.labs for t in graded.tests)
     costs = sorted(((sum(t.duration_s for t in graded.tests), name) for name, graded in
                     zip([sub.name for sub in subs] + [subs[i].name for i in again], run.labs)),
                    reverse=True)[:SLOWEST_WRONG]
     line = (f"({lab.id}: {len(subs)} submissions in {time.monotonic() - started:.0f} s: "
             + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
             + (f"; {len(again)} graded again without the inspection" if again else "")
+            + (f"; {settled} tests of steps already lost not run" if settled else "")
             + "; most test-seconds: " + ", ".join(f"{name} {cost:.0f}" for cost, name in costs)
             + ")")
     out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
@@ -654,16 +657,14 @@ def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_neede
             ok = False
         tally.add(ok, label, out)
     failing = [t for t in result.tests if t.status.is_problem]
-    told = next((t for t in failing if sub.message in t.reason + t.output), None)
+    told = _told(sub, failing)
     if sub.loses or sub.message:  # a correct alternative (loses nothing) is told nothing
         ok = True if told else (None if any(excused(t) for t in result.tests) else False)
         if ok is None and gpu_needed:
             ok = False
         tally.add(ok, f"{what} is told '{sub.message}'", out)
     if sub.likely:
-        # The diagnosis line may wrap: compare with the report's words joined by single spaces.
-        said = next((t for t in failing if sub.likely in " ".join((t.reason + " " + t.output)
-                                                                   .split())), None)
+        said = _said(sub, failing)
         ok = True if said else (None if any(excused(t) for t in result.tests) else False)
         if ok is None and gpu_needed:
             ok = False
@@ -671,6 +672,28 @@ def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_neede
     shown = told or (failing[0] if failing else None)
     verdict = _verdict_line(shown, sub.message) if shown else "every test that ran passed"
     out.write(f"  {lab.id}/{sub.name}: {result.score:g}/{result.max_score:g} — {verdict}\n")
+
+
+def _told(sub: wrong.WrongSubmission, failing: Sequence[TestResult]) -> TestResult | None:
+    """The first failing test whose message carries the submission's `message`."""
+    return next((t for t in failing if sub.message in t.reason + t.output), None)
+
+
+def _said(sub: wrong.WrongSubmission, failing: Sequence[TestResult]) -> TestResult | None:
+    """The first failing test whose diagnosis line carries the submission's `likely`. The line
+    may wrap: the report's words are compared joined by single spaces."""
+    return next((t for t in failing
+                 if sub.likely in " ".join((t.reason + " " + t.output).split())), None)
+
+
+def _settle(sub: wrong.WrongSubmission) -> runner.Settle | None:
+    """When a known-wrong submission's verdict is settled (runner.Settle): a step it must lose
+    has failed, and the failures so far show its message and diagnosis. The tests of that step
+    left then cannot change what _judge_wrong decides, and are not run."""
+    if not sub.loses:
+        return None
+    return runner.Settle(frozenset(sub.loses), lambda failing: (
+        _told(sub, failing) is not None and (not sub.likely or _said(sub, failing) is not None)))
 
 
 def _verdict_line(test: TestResult, needle: str) -> str:

@@ -184,6 +184,66 @@ class FailFastAndKindsTest(unittest.TestCase):
                              (Status.NOT_RUN, runner.NOT_SELECTED_REASON))
 
 
+class SettleTest(unittest.TestCase):
+    """The selftest's known-wrong submissions: once a step they must lose has failed with the
+    words they must be told, that step's tests left are not run; other steps' still are."""
+
+    def run_lab(self, settle: runner.Settle, jobs: int = 4, **env: str) -> dict[str, TestResult]:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(**env):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"),
+                                      timeout_s=2, settle=settle)
+            return {t.id: t for t in runner.run([target], runner.RunOptions(
+                "student", SEED, jobs)).labs[0].tests}
+
+    def test_a_second_hang_of_a_lost_step_is_not_waited_for(self) -> None:
+        timed_out = lambda failing: any("timed out" in t.reason for t in failing)  # noqa: E731
+        start = time.monotonic()
+        tests = self.run_lab(runner.Settle(frozenset({"alpha.3"}), timed_out), jobs=1,
+                             FAKE_GPU="1", FAKE_TESTS="pass,gpu,hang,hang2,exit0,memcheck")
+        elapsed = time.monotonic() - start
+        self.assertIs(tests["Hang.Sleeps"].status, Status.TIMED_OUT)
+        for settled in ("Hang.SleepsToo", "Exit.Early"):
+            self.assertEqual((tests[settled].status, tests[settled].reason),
+                             (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertIs(tests["Host.Passes"].status, Status.PASSED)  # other steps run
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+        self.assertLess(elapsed, 3.9)  # one 2 s limit, not two
+
+    def test_a_step_not_settled_until_the_words_are_shown(self) -> None:
+        never = lambda failing: False  # noqa: E731
+        tests = self.run_lab(runner.Settle(frozenset({"alpha.1"}), never),
+                             FAKE_TESTS="pass,fail,hidden")
+        self.assertIs(tests["Host.Hidden"].status, Status.PASSED)
+
+    def test_only_the_steps_it_must_lose_settle(self) -> None:
+        always = lambda failing: True  # noqa: E731
+        tests = self.run_lab(runner.Settle(frozenset({"alpha.2"}), always), jobs=1,
+                             FAKE_TESTS="fail,hidden,abort,exit0")
+        self.assertIs(tests["Host.Fails"].status, Status.FAILED)
+        self.assertIs(tests["Host.Hidden"].status, Status.PASSED)  # alpha.1 is not in `steps`
+        self.assertIs(tests["Exit.Early"].status, Status.CRASHED)
+
+
+class SelftestSettleTest(unittest.TestCase):
+    """The selftest settles a known-wrong submission's step on the same words it judges by."""
+
+    def failing(self, reason: str, output: str = "") -> TestResult:
+        return TestResult("01_alpha", "alpha.1", "A.B", "t", "gpu", 1, Status.FAILED, reason,
+                          output)
+
+    def test_message_and_diagnosis_both_needed(self) -> None:
+        from kitgrade import selftest, wrong
+        sub = wrong.WrongSubmission("x", "m", (), ("alpha.1",), "timed out", likely="grid rounded")
+        settle = selftest._settle(sub)
+        self.assertEqual(settle.steps, frozenset({"alpha.1"}))
+        self.assertFalse(settle.shown([self.failing("timed out after 2 s")]))
+        self.assertTrue(settle.shown([self.failing("timed out after 2 s"),
+                                      self.failing("wrong", "likely: grid\n  rounded down")]))
+        right = wrong.WrongSubmission("right_x", "m", (), (), "")
+        self.assertIsNone(selftest._settle(right))
+
+
 class PerfAndDeviceTest(unittest.TestCase):
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp())
