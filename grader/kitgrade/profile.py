@@ -313,7 +313,9 @@ def parse_model_rows(data: object) -> dict[tuple[str, int], float]:
     for row in benchmarks if isinstance(benchmarks, list) else []:
         if not isinstance(row, dict) or not str(row.get("name", "")).startswith("BM_ChosenBlock/"):
             continue
-        kernel = str(row["name"]).split("/", 1)[1]
+        # "BM_ChosenBlock/<kernel>/iterations:3/manual_time": Google Benchmark appends the
+        # row's options to the name it was registered with.
+        kernel = str(row["name"]).split("/")[1]
         for block, value in (("block", "model_occupancy"),
                              ("api_block", "api_block_model_occupancy")):
             try:
