@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, counters, inspect, ncu, protocol, sanitizer, thresholds
+from . import bans, coach, counters, inspect, ncu, protocol, sanitizer, thresholds
 from .manifest import Lab
 from .model import (NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult,
                     is_correctness)
@@ -624,10 +624,15 @@ def _result(lab: Lab, spec: protocol.TestSpec, outcome: protocol.Outcome) -> Tes
     visibility = lab.hidden_visibility if spec.hidden else step.visibility
     if title.lower().startswith(HIDDEN_MARKER):
         title, visibility = title[len(HIDDEN_MARKER):].strip(), "hidden"
+    # A crash, a hang or a CUDA error: why it likely happened, first (kitgrade.coach).
+    output = outcome.output
+    hint = coach.advice(lab.number, outcome.status, outcome.reason, output)
+    if hint is not None:
+        output = f"{hint}\n{output}" if output else hint
     return TestResult(
         lab=lab.id, step=spec.step, id=spec.id, title=title, kind=spec.kind,
         points=spec.points, status=outcome.status, reason=outcome.reason,
-        output=outcome.output, duration_s=round(outcome.duration_s, 3),
+        output=output, duration_s=round(outcome.duration_s, 3),
         measurements=outcome.measurements, visibility=visibility, hidden=spec.hidden,
     )
 
