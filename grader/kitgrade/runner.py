@@ -255,10 +255,15 @@ class _Lab:
     by_id: dict[str, TestResult] = field(default_factory=dict)
     unrun: set[str] = field(default_factory=set)
     """Tests failed before anything ran (a banned library): they do not close the perf gate."""
+    delivered: set[str] = field(default_factory=set)
+    """Tests whose first verdict went to `deliver`: one graded again (_regrade_lone_timeouts)
+    keeps its new verdict for the reports without being counted twice by a progress bar."""
 
     def finish(self, spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
         self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
-        self.deliver(self.by_id[spec.id])
+        if spec.id not in self.delivered:
+            self.delivered.add(spec.id)
+            self.deliver(self.by_id[spec.id])
 
     def run_sanitized(self, spec: protocol.TestSpec, tool: str | None, gpu_available: bool) -> None:
         """Runs one sanitizer test under its tool (`tool`: compute-sanitizer's path; None when it
@@ -385,6 +390,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
                  for i in range(shards) if tests]
     _side_by_side(work, options.jobs, finished, on_result)
+    _regrade_lone_timeouts(graded)
+    drain()
     clock = _lap(timings, "correctness", clock)
 
     work = []
@@ -430,6 +437,42 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab = lab.result
         results.append(lab)
     return results
+
+
+REGRADED_KEY = "graded_alone"
+"""The measurement a test graded again alone carries: what happened beside others, and alone."""
+
+
+def _regrade_lone_timeouts(labs: Sequence[_Lab]) -> None:
+    """Grades again, with nothing beside it, a correctness test that timed out alone in its step
+    while other tests of the run timed out too; the verdict alone stands.
+
+    A kernel that never ends shares the GPU with every process beside it, and a test that
+    launches many kernels waits for its share at each launch: beside a few such hangs, a right
+    test can run out of time (lab 02's selftest saw it at 20 s). A mistake that hangs usually
+    hangs every test of its step that calls the code, so a timeout with others in its step
+    stands as it is; a lone one, with hangs elsewhere in the run, may be the neighbours' doing
+    and costs one more time limit to settle. A run with a single timeout had no hang beside it.
+    Not when failing fast (kit.py mutate): there every mutant that hangs stops at its first
+    timeout, so each would look lone and cost a time limit more, one after the other."""
+    def timed_out(lab: _Lab, spec: protocol.TestSpec) -> bool:
+        result = lab.by_id.get(spec.id)
+        return (spec.kind in ("host", "gpu") and result is not None
+                and result.status is Status.TIMED_OUT)
+
+    timeouts = [(lab, spec) for lab in labs for spec in lab.listing if timed_out(lab, spec)]
+    if len(timeouts) < 2:
+        return
+    for lab, spec in timeouts:
+        if lab.fail_fast or lab.settled(spec.step) or \
+                sum(other is lab and s.step == spec.step for other, s in timeouts) > 1:
+            continue
+        del lab.by_id[spec.id]
+        lab.run([spec])
+        result = lab.by_id[spec.id]
+        result.measurements[REGRADED_KEY] = (
+            f"timed out beside {len(timeouts) - 1} other timed-out test(s); graded again alone: "
+            + (result.reason if result.status is Status.TIMED_OUT else result.status.value))
 
 
 def _side_by_side(work: Sequence[Callable[[], None]], workers: int,

@@ -64,6 +64,8 @@ TESTS = {
                "deletes the verdicts written before it, then replays a passing one as the next"),
     "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
+    "starved": ("Busy.WaitsWhileAKernelSpins", "2", "host", 1,
+                "never ends while a hang of FAKE_SPIN_DIR runs beside it, passes alone"),
     "memcheck": ("Bounds.UnderMemcheck", "2", "memcheck", 2, "no access outside the buffers"),
     "racecheck": ("Tiles.UnderRacecheck", "2", "racecheck", 2, "no shared-memory race"),
     "sanitized_fails": ("Bounds.WrongUnderMemcheck", "2", "memcheck", 1, "wrong output, clean"),
@@ -72,7 +74,7 @@ TESTS = {
     "log_forger": ("Bounds.RewritesTheLog", "2", "memcheck", 1,
                    "empties the sanitizer's log and writes a clean summary into it"),
 }
-OPT_IN = {"memcheck", "racecheck", "sanitized_fails", "claims_clean", "log_forger"}
+OPT_IN = {"memcheck", "racecheck", "sanitized_fails", "claims_clean", "log_forger", "starved"}
 """Offered only when named: the other tests' expectations do not count on them."""
 
 FAILURE = ("fake_test.cu:42\nExpected equality of these values:\n"
@@ -136,6 +138,21 @@ def gtest_json(test_id: str, result: str, failures: list[str], props: dict[str, 
             "testsuites": [{"name": suite, "tests": 1, "testsuite": [entry]}]}
 
 
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed child that nobody has waited for yet is a zombie: it runs no more.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     """Does what test `key` does; returns (gtest result, failures, properties) if it returns."""
     gpu = os.environ.get("FAKE_GPU") == "1"
@@ -178,7 +195,16 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         print("about to segfault", flush=True)
         os.kill(os.getpid(), signal.SIGSEGV)
     if key in ("hang", "hang2"):
+        spin = os.environ.get("FAKE_SPIN_DIR")
+        if spin:  # a kernel that never ends: the tests beside it share the GPU with it
+            open(os.path.join(spin, str(os.getpid())), "w").close()
         time.sleep(1000)
+    if key == "starved":
+        time.sleep(0.5)  # the hangs started beside it have left their marks
+        spin = os.environ.get("FAKE_SPIN_DIR", "")
+        while any(alive(int(name)) for name in (os.listdir(spin) if spin else ())):
+            time.sleep(0.05)
+        return "COMPLETED", [], props
     if key == "exit0":
         print("leaving early", flush=True)
         os._exit(0)

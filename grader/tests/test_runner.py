@@ -225,6 +225,37 @@ class SettleTest(unittest.TestCase):
         self.assertIs(tests["Exit.Early"].status, Status.CRASHED)
 
 
+class LoneTimeoutTest(unittest.TestCase):
+    """A right test that times out beside hanging ones is graded again alone; hangs stay hangs."""
+
+    def test_a_test_starved_by_hangs_beside_it_passes_alone(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as spin, \
+                fake_env(FAKE_GPU="1", FAKE_SPIN_DIR=spin, FAKE_TESTS_01_ALPHA="hang,hang2",
+                         FAKE_TESTS_02_BETA="pass,starved"):
+            # The starved test's limit (1 s) ends while the first hang (3 s) still runs.
+            targets = [runner.LabTarget(make_lab(lab, timeout), make_fake_binary(Path(tmp) / "bin",
+                                                                               lab))
+                       for lab, timeout in (("01_alpha", 3.0), ("02_beta", 1.0))]
+            run = runner.run(targets, runner.RunOptions("student", SEED, 4))
+        tests = {t.id: t for t in run.tests()}
+        starved = tests["Busy.WaitsWhileAKernelSpins"]
+        self.assertIs(starved.status, Status.PASSED, starved)
+        self.assertEqual(starved.measurements[runner.REGRADED_KEY],
+                         "timed out beside 2 other timed-out test(s); graded again alone: passed")
+        for hang in ("Hang.Sleeps", "Hang.SleepsToo"):  # two in one step: a mistake that hangs
+            self.assertIs(tests[hang].status, Status.TIMED_OUT)
+            self.assertNotIn(runner.REGRADED_KEY, tests[hang].measurements)
+
+    def test_a_single_timeout_is_not_graded_again(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass,hang"):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"))
+            (lab,) = runner.run([target], runner.RunOptions("student", SEED, 2)).labs
+        hang = next(t for t in lab.tests if t.id == "Hang.Sleeps")
+        self.assertIs(hang.status, Status.TIMED_OUT)
+        self.assertNotIn(runner.REGRADED_KEY, hang.measurements)
+
+
 class SelftestSettleTest(unittest.TestCase):
     """The selftest settles a known-wrong submission's step on the same words it judges by."""
 
