@@ -122,13 +122,68 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="grade only these known-wrong submissions in steps 7-8 (default: "
                              "every one of the labs graded); the others are counted as skipped, "
                              "never as passed")
+    parser.add_argument("--plan", type=int, metavar="GPUS",
+                        help="print, one per line, groups of labs and known-wrong submissions "
+                             "that split a whole run evenly over GPUS parts (ci/selftest-gpus "
+                             "--auto runs them), and exit")
     parser.set_defaults(handler=_cmd_selftest)
     return _cmd_selftest
+
+
+PLAN_SECONDS = {
+    # lab: (its stubs, references and racecheck; each known-wrong submission), in seconds, from
+    # the selftest on four H200s (2026-11-27, 16 cores a part): what one part pays for the lab.
+    "01": (15, 4.6), "02": (30, 13.0), "03": (25, 11.0), "04": (75, 18.0), "05": (25, 4.3),
+    "06": (5, 1.7), "07": (20, 6.7)}
+PLAN_SHARED_SECONDS = 95
+"""The first part's own steps: the unit tests, the fake lab and the student edition."""
+PLAN_OTHER_LAB = (20, 8.0)
+"""A lab the table does not know (a new one)."""
+
+
+def plan(labs: Sequence[Lab], subs: dict[str, list[str]], gpus: int) -> list[str]:
+    """Groups (the words after --labs) that split a whole selftest over `gpus` parts of about
+    equal length: a lab whose known-wrong submissions take longer than a part's share is split
+    over several parts, each grading the lab's stubs and references too; parts are then filled
+    longest first (the first part also runs the shared steps). `subs`: each lab's known-wrong
+    submissions. One GPU: every lab in one group."""
+    if gpus <= 1:
+        return [" ".join(lab.number for lab in labs)]
+    cost = {lab.id: PLAN_SECONDS.get(lab.number, PLAN_OTHER_LAB) for lab in labs}
+    total = PLAN_SHARED_SECONDS + sum(fixed + each * len(subs[lab.id])
+                                      for lab in labs for fixed, each in [cost[lab.id]])
+    share = total / gpus
+    pieces: list[tuple[float, Lab, list[str]]] = []
+    for lab in labs:
+        fixed, each = cost[lab.id]
+        names = subs[lab.id]
+        k = max(1, min(len(names), -(-int(each * len(names)) // int(0.75 * share))))
+        for j in range(k):
+            chunk = names[j::k]
+            pieces.append((fixed + each * len(chunk), lab, chunk))
+    parts: list[list[tuple[Lab, list[str]]]] = [[] for _ in range(gpus)]
+    load = [float(PLAN_SHARED_SECONDS)] + [0.0] * (gpus - 1)
+    for seconds, lab, chunk in sorted(pieces, key=lambda p: -p[0]):
+        i = load.index(min(load))
+        parts[i].append((lab, chunk))
+        load[i] += seconds
+    groups = []
+    for part in parts:
+        if part:
+            numbers = " ".join(dict.fromkeys(lab.number for lab, _ in part))
+            names = " ".join(name for _, chunk in part for name in chunk)
+            groups.append(numbers + (f" --wrong {names}" if names else ""))
+    return groups
 
 
 def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     out = ctx.stdout
     root: Path = ctx.root
+    if args.plan is not None:
+        labs = list(ctx.manifest().labs)
+        subs = {lab.id: [sub.name for sub in wrong.load(root, lab)] for lab in labs}
+        out.write("".join(group + "\n" for group in plan(labs, subs, args.plan)))
+        return 0
     _section.times = []  # type: ignore[attr-defined]
     build_dir = default_build_dir(ctx, args.build_dir)
     tally = Tally()
