@@ -452,8 +452,9 @@ def _regrade_lone_timeouts(labs: Sequence[_Lab]) -> None:
     test can run out of time (lab 02's selftest saw it at 20 s). A mistake that hangs usually
     hangs every test of its step that calls the code, so a timeout with others in its step
     stands as it is; a lone one, with hangs elsewhere in the run, may be the neighbours' doing
-    and costs one more time limit to settle. A run with a single timeout had no hang beside it.
-    Not when failing fast (kit.py mutate): there every mutant that hangs stops at its first
+    and costs one more time limit to settle; once one of a lab's timeouts has repeated alone, its
+    code hangs, and its other lone ones stand too (at most one time limit more per lab). A run
+    with a single timeout had no hang beside it. Not when failing fast (kit.py mutate): there every mutant that hangs stops at its first
     timeout, so each would look lone and cost a time limit more, one after the other."""
     def timed_out(lab: _Lab, spec: protocol.TestSpec) -> bool:
         result = lab.by_id.get(spec.id)
@@ -463,13 +464,16 @@ def _regrade_lone_timeouts(labs: Sequence[_Lab]) -> None:
     timeouts = [(lab, spec) for lab in labs for spec in lab.listing if timed_out(lab, spec)]
     if len(timeouts) < 2:
         return
+    hung: set[int] = set()  # id() of each graded lab (a submission's) that hung again alone
     for lab, spec in timeouts:
-        if lab.fail_fast or lab.settled(spec.step) or \
+        if lab.fail_fast or id(lab) in hung or lab.settled(spec.step) or \
                 sum(other is lab and s.step == spec.step for other, s in timeouts) > 1:
             continue
         del lab.by_id[spec.id]
         lab.run([spec])
         result = lab.by_id[spec.id]
+        if result.status is Status.TIMED_OUT:
+            hung.add(id(lab))
         result.measurements[REGRADED_KEY] = (
             f"timed out beside {len(timeouts) - 1} other timed-out test(s); graded again alone: "
             + (result.reason if result.status is Status.TIMED_OUT else result.status.value))

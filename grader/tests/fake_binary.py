@@ -64,6 +64,7 @@ TESTS = {
                "deletes the verdicts written before it, then replays a passing one as the next"),
     "timed": ("Timeline.StagesLastAsLongAsTheirWork", "3", "timed", 2, "a check that compares durations"),
     "perf": ("Perf.Saxpy", "perf", "perf", 4, "saxpy reaches copy bandwidth"),
+    "hang1": ("Hang.InStepOne", "1", "host", 1, "never returns, in step 1"),
     "starved": ("Busy.WaitsWhileAKernelSpins", "2", "host", 1,
                 "never ends while a hang of FAKE_SPIN_DIR runs beside it, passes alone"),
     "memcheck": ("Bounds.UnderMemcheck", "2", "memcheck", 2, "no access outside the buffers"),
@@ -74,7 +75,8 @@ TESTS = {
     "log_forger": ("Bounds.RewritesTheLog", "2", "memcheck", 1,
                    "empties the sanitizer's log and writes a clean summary into it"),
 }
-OPT_IN = {"memcheck", "racecheck", "sanitized_fails", "claims_clean", "log_forger", "starved"}
+OPT_IN = {"memcheck", "racecheck", "sanitized_fails", "claims_clean", "log_forger", "starved",
+          "hang1"}
 """Offered only when named: the other tests' expectations do not count on them."""
 
 FAILURE = ("fake_test.cu:42\nExpected equality of these values:\n"
@@ -194,7 +196,7 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     if key == "segv":
         print("about to segfault", flush=True)
         os.kill(os.getpid(), signal.SIGSEGV)
-    if key in ("hang", "hang2"):
+    if key in ("hang", "hang2", "hang1"):
         spin = os.environ.get("FAKE_SPIN_DIR")
         if spin:  # a kernel that never ends: the tests beside it share the GPU with it
             open(os.path.join(spin, str(os.getpid())), "w").close()

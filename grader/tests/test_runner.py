@@ -246,6 +246,17 @@ class LoneTimeoutTest(unittest.TestCase):
             self.assertIs(tests[hang].status, Status.TIMED_OUT)
             self.assertNotIn(runner.REGRADED_KEY, tests[hang].measurements)
 
+    def test_once_a_lab_hangs_again_alone_its_other_lone_timeouts_stand(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_GPU="1", FAKE_TESTS="pass,hang1,hang"):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"))
+            (lab,) = runner.run([target], runner.RunOptions("student", SEED, 4)).labs
+        hangs = [t for t in lab.tests if t.id.startswith("Hang.")]
+        self.assertEqual([t.status for t in hangs], [Status.TIMED_OUT] * 2)
+        again = [t.measurements.get(runner.REGRADED_KEY) for t in hangs]
+        self.assertEqual(again, ["timed out beside 1 other timed-out test(s); graded again "
+                                 "alone: timed out after 2 s", None])
+
     def test_a_single_timeout_is_not_graded_again(self) -> None:
         with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass,hang"):
             target = runner.LabTarget(make_lab("01_alpha"),
