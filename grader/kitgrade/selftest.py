@@ -157,7 +157,7 @@ def plan(labs: Sequence[Lab], subs: dict[str, list[str]], gpus: int) -> list[str
     for lab in labs:
         fixed, each = cost[lab.id]
         names = subs[lab.id]
-        k = max(1, min(len(names), -(-int(each * len(names)) // int(0.75 * share))))
+        k = max(1, min(len(names), -(-int(each * len(names)) // max(1, int(0.75 * share)))))
         for j in range(k):
             chunk = names[j::k]
             pieces.append((fixed + each * len(chunk), lab, chunk))
