@@ -75,7 +75,7 @@ RULES: tuple[Rule, ...] = (
          "something in the process wrote, changed or removed the grader's result files; only "
          "the kit may write them."),
     Rule(frozenset({Status.CRASHED}), ("exited with code",),
-         "your code ended the program (exit, abort, quick_exit): a lab function returns, or "
+         "your code ended the program (exit, _exit, quick_exit): a lab function returns, or "
          "throws where its comment says so."),
 )
 
