@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, coach, counters, inspect, ncu, protocol, sanitizer, thresholds
+from . import bans, coach, counters, inspect, ncu, protocol, reports, sanitizer, thresholds
 from .manifest import Lab
 from .model import (NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult,
                     is_correctness)
@@ -454,8 +454,9 @@ def _regrade_lone_timeouts(labs: Sequence[_Lab]) -> None:
     stands as it is; a lone one, with hangs elsewhere in the run, may be the neighbours' doing
     and costs one more time limit to settle; once one of a lab's timeouts has repeated alone, its
     code hangs, and its other lone ones stand too (at most one time limit more per lab). A run
-    with a single timeout had no hang beside it. Not when failing fast (kit.py mutate): there every mutant that hangs stops at its first
-    timeout, so each would look lone and cost a time limit more, one after the other."""
+    with a single timeout had no hang beside it. Not when failing fast (kit.py mutate): there
+    every mutant that hangs stops at its first timeout, so each would look lone and cost a time
+    limit more, one after the other."""
     def timed_out(lab: _Lab, spec: protocol.TestSpec) -> bool:
         result = lab.by_id.get(spec.id)
         return (spec.kind in ("host", "gpu") and result is not None
@@ -476,7 +477,7 @@ def _regrade_lone_timeouts(labs: Sequence[_Lab]) -> None:
             hung.add(id(lab))
         result.measurements[REGRADED_KEY] = (
             f"timed out beside {len(timeouts) - 1} other timed-out test(s); graded again alone: "
-            + (result.reason if result.status is Status.TIMED_OUT else result.status.value))
+            f"{reports.describe(result)}")
 
 
 def _side_by_side(work: Sequence[Callable[[], None]], workers: int,

@@ -150,8 +150,8 @@ def plan(labs: Sequence[Lab], subs: dict[str, list[str]], gpus: int) -> list[str
     if gpus <= 1:
         return [" ".join(lab.number for lab in labs)]
     cost = {lab.id: PLAN_SECONDS.get(lab.number, PLAN_OTHER_LAB) for lab in labs}
-    total = PLAN_SHARED_SECONDS + sum(fixed + each * len(subs[lab.id])
-                                      for lab in labs for fixed, each in [cost[lab.id]])
+    total = PLAN_SHARED_SECONDS + sum(cost[lab.id][0] + cost[lab.id][1] * len(subs[lab.id])
+                                      for lab in labs)
     share = total / gpus
     pieces: list[tuple[float, Lab, list[str]]] = []
     for lab in labs:
