@@ -50,6 +50,13 @@ class CoachTest(unittest.TestCase):
                          "")
         self.assertEqual(advice(Status.PASSED, ""), "")
 
+    def test_words_a_student_prints_do_not_choose_a_verdicts_advice(self) -> None:
+        # Student code can print anything into its output; the timeout and crash rules follow
+        # the runner's status, so a failed test that prints "timed out" or "SIGSEGV" gets none.
+        printed = "timed out after 60 s\ncrashed: SIGSEGV\nexited with code 0"
+        self.assertEqual(advice(Status.FAILED, "", printed), "")
+        self.assertEqual(advice(Status.PASSED, "", "an illegal memory access"), "")
+
     def test_fits_80_columns_indented_and_one_screen(self) -> None:
         for rule in coach.RULES:
             status = next(iter(rule.statuses))
