@@ -75,16 +75,17 @@ std::string size_name(const ::testing::TestParamInfo<unsigned>& info) {
 }
 
 // Runs one saxpy launcher on fresh inputs of size n and checks every element, the guards and the
-// inputs. `saxpy_fn` is lab01::saxpy or lab01::saxpy_fast.
+// inputs. `saxpy_fn` is lab01::saxpy or lab01::saxpy_fast; `inputs` places x and y at the start
+// or at the end of their allocations (the memcheck step: a read past either leaves it).
 template <class SaxpyFn>
-void check_saxpy(SaxpyFn saxpy_fn, unsigned n) {
+void check_saxpy(SaxpyFn saxpy_fn, unsigned n, kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const float a = rng.uniform(-2, 2);
   const auto x = rng.floats(n, -1, 1), y = rng.floats(n, -1, 1);
   std::vector<float> expected(n);
   for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * x[i] + y[i]);
 
-  kit::DeviceBuffer<float> d_x(x), d_y(y);
+  kit::DeviceBuffer<float> d_x(x, inputs), d_y(y, inputs);
   kit::GuardedBuffer<float> d_out(n);
   // The stream it is given is busy when it is called: its kernel must queue behind that work.
   kit::Launch launch;
@@ -168,11 +169,10 @@ struct Shape2 {
   unsigned rows, cols;
 };
 
-class AddBiases2d : public kit::GpuTestWithParam<Shape2> {};
-
-KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
-           "add_biases_2d pairs each element with its own row and column bias") {
-  const unsigned rows = GetParam().rows, cols = GetParam().cols;
+// Runs add_biases_2d on a fresh rows x cols matrix and checks every element, the guards and the
+// input; `inputs` places the input and the biases as in check_saxpy.
+void check_add_biases_2d(unsigned rows, unsigned cols,
+                         kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(rows) * cols, -1, 1);
   const auto row_bias = rng.floats(rows, -1, 1), col_bias = rng.floats(cols, -1, 1);
@@ -183,7 +183,7 @@ KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
       expected[i] = static_cast<float>(double(in[i]) + row_bias[r] + col_bias[c]);
     }
 
-  kit::DeviceBuffer<float> d_in(in), d_row(row_bias), d_col(col_bias);
+  kit::DeviceBuffer<float> d_in(in, inputs), d_row(row_bias, inputs), d_col(col_bias, inputs);
   kit::GuardedBuffer<float> d_out(in.size());
   kit::Launch launch;
   kit::remote::expect_queued_on_stream(
@@ -194,6 +194,13 @@ KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
   EXPECT_TRUE(kit::output_matches("out", expected, d_out, kSumTolerance, kit::Shape::d2(rows, cols),
                                   launch));
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
+}
+
+class AddBiases2d : public kit::GpuTestWithParam<Shape2> {};
+
+KIT_TEST_P(AddBiases2d, AddsTheRightRowAndColumnBias, "indexing.2", gpu, 1,
+           "add_biases_2d pairs each element with its own row and column bias") {
+  check_add_biases_2d(GetParam().rows, GetParam().cols);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AddBiases2d,
@@ -253,11 +260,10 @@ struct Shape3 {
   unsigned depth, rows, cols;
 };
 
-class AddBiases3d : public kit::GpuTestWithParam<Shape3> {};
-
-KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
-           "add_biases_3d pairs each element with its own z, y and x bias") {
-  const unsigned depth = GetParam().depth, rows = GetParam().rows, cols = GetParam().cols;
+// Runs add_biases_3d on a fresh depth x rows x cols volume and checks every element, the guards
+// and the input; `inputs` places the input and the biases as in check_saxpy.
+void check_add_biases_3d(unsigned depth, unsigned rows, unsigned cols,
+                         kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(depth) * rows * cols, -1, 1);
   const auto zb = rng.floats(depth, -1, 1), yb = rng.floats(rows, -1, 1), xb = rng.floats(cols, -1, 1);
@@ -269,7 +275,7 @@ KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
         expected[i] = static_cast<float>(double(in[i]) + zb[z] + yb[y] + xb[x]);
       }
 
-  kit::DeviceBuffer<float> d_in(in), d_z(zb), d_y(yb), d_x(xb);
+  kit::DeviceBuffer<float> d_in(in, inputs), d_z(zb, inputs), d_y(yb, inputs), d_x(xb, inputs);
   kit::GuardedBuffer<float> d_out(in.size());
   kit::Launch launch;
   kit::remote::expect_queued_on_stream(
@@ -282,9 +288,16 @@ KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
   EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
 }
 
+class AddBiases3d : public kit::GpuTestWithParam<Shape3> {};
+
+KIT_TEST_P(AddBiases3d, AddsTheRightBiasOnEveryAxis, "indexing.3", gpu, 1,
+           "add_biases_3d pairs each element with its own z, y and x bias") {
+  check_add_biases_3d(GetParam().depth, GetParam().rows, GetParam().cols);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, AddBiases3d,
-                         ::testing::Values(Shape3{1, 1, 1}, Shape3{3, 5, 7}, Shape3{7, 5, 3},
-                                           Shape3{17, 33, 65}, Shape3{64, 1, 129}),
+                         ::testing::Values(Shape3{1, 1, 1}, Shape3{3, 6, 7}, Shape3{7, 5, 3},
+                                           Shape3{17, 31, 65}, Shape3{64, 1, 129}),
                          [](const ::testing::TestParamInfo<Shape3>& info) {
                            return std::to_string(info.param.depth) + "x" +
                                   std::to_string(info.param.rows) + "x" +
@@ -398,6 +411,34 @@ INSTANTIATE_TEST_SUITE_P(Blocks, WarpLayout, ::testing::ValuesIn(kBlockShapes),
                            return std::to_string(info.param.x) + "x" + std::to_string(info.param.y) +
                                   "x" + std::to_string(info.param.z);
                          });
+
+// ---- Step 5: the kernels under memcheck ---------------------------------------------------------
+
+class IndexingMemcheck : public kit::GpuTest {};
+
+KIT_TEST(IndexingMemcheck, NoKernelTouchesMemoryOutsideItsBuffers, "indexing.5", memcheck, 4,
+         "under memcheck, saxpy, add_biases_2d, add_biases_3d and saxpy_fast read and write "
+         "nothing outside their buffers (each input ends its allocation)") {
+  // Sizes whose inputs are whole multiples of 16 bytes (kit::Placement::end), with threads left
+  // over in the last block of every axis; saxpy's is none of the sizes step 1 lists.
+  constexpr auto kAtEnd = kit::Placement::end;
+  {
+    SCOPED_TRACE("saxpy, n = 1028");
+    check_saxpy(lab01::saxpy, 1028, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("add_biases_2d, 12 x 36");
+    check_add_biases_2d(12, 36, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("add_biases_3d, 4 x 8 x 12");
+    check_add_biases_3d(4, 8, 12, kAtEnd);
+  }
+  for (const unsigned n : {1000u, 4100u}) {
+    SCOPED_TRACE("saxpy_fast, n = " + std::to_string(n));
+    check_saxpy(lab01::saxpy_fast, n, kAtEnd);
+  }
+}
 
 // ---- Performance -------------------------------------------------------------------------------
 

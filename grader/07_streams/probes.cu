@@ -188,9 +188,13 @@ lab07_probe::RoundTripReport lab07_probe::round_trip_held(const Floats& in, int 
   std::fill_n(h_out.data(), h_out.size(), kit::guard_value<float>());
   std::fill_n(h_out.data() + kHostGuard, n, kit::poison_value<float>());
   float* out = h_out.data() + kHostGuard;
-  lab07::Stream stream;
+  lab07::Stream stream, reader;
+  const std::size_t peek = std::min(n, lab07_probe::kPeekFloats);
+  kit::PinnedBuffer<std::uint32_t> seen(peek);
   // The kernel's first launch loads its module: do that now, so it is not mistaken for waiting.
   lab07::launch_work(d_in, d_out, n, 1, stream);
+  // d_in as no float of `in` is: a copy-in that does not wait for the held stream shows in it.
+  KIT_CUDA_CHECK(cudaMemsetAsync(d_in, 0xFF, n * sizeof(float), stream));
   KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   hold_stream_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(hold_ms * 1e6));
@@ -210,6 +214,11 @@ lab07_probe::RoundTripReport lab07_probe::round_trip_held(const Floats& in, int 
     cudaGetLastError();
   report.still_held = query == cudaErrorNotReady;
   for (std::size_t i = 0; i < n; ++i) report.early_written += !kit::is_poison(out[i]);
+  // The start of d_in, read on a stream of its own that does not wait for the held one.
+  KIT_CUDA_CHECK(cudaMemcpyAsync(seen.data(), d_in, peek * sizeof(float), cudaMemcpyDeviceToHost,
+                                 reader));
+  KIT_CUDA_CHECK(cudaStreamSynchronize(reader));
+  for (std::size_t i = 0; i < peek; ++i) report.early_copied += seen.data()[i] != 0xFFFFFFFFu;
   KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   report.out.values.assign(h_out.data(), h_out.data() + h_out.size());
   report.in.values.assign(h_in.data(), h_in.data() + n);

@@ -25,6 +25,8 @@ namespace lab07_probe {
 /// Floats on each side of a host output that the probes allocate (4 KiB: the output stays 4 KiB
 /// aligned), filled with kit::guard_value, the output itself with kit::poison_value.
 constexpr std::size_t kHostGuard = 1024;
+/// How many floats at the start of d_in the round-trip probe reads while the stream is held.
+constexpr std::size_t kPeekFloats = 4096;
 
 /// A float array that travels as one block of bytes (not element by element: the performance
 /// step sends 2^26 of them).
@@ -78,13 +80,14 @@ struct RoundTripReport {
   double returned_ms = 0;   ///< host time until round_trip_async returned (the probe's clock)
   bool still_held = false;  ///< 50 ms after it returned, the stream was still held
   std::uint64_t early_written = 0;  ///< then, the elements of h_out already written
+  std::uint64_t early_copied = 0;   ///< then, of d_in's first kPeekFloats, those already copied in
   Floats out;                       ///< h_out with its guards (kHostGuard each side), once finished
   Floats in;                        ///< h_in once finished
 };
 
 /// The round trip of the RoundTrip test in the worker: a pinned copy of `in`, a guarded pinned
-/// h_out, a lab07::Stream held by a kernel for `hold_ms`, then round_trip_async(h_in, h_out,
-/// d_in, d_out, in.size(), iterations, stream), timed on the host.
+/// h_out, d_in filled with 0xFF bytes, a lab07::Stream held by a kernel for `hold_ms`, then
+/// round_trip_async(h_in, h_out, d_in, d_out, in.size(), iterations, stream), timed on the host.
 RoundTripReport round_trip_held(const Floats& in, int iterations, float* d_in, float* d_out,
                                 double hold_ms);
 
@@ -172,6 +175,7 @@ struct Codec<lab07_probe::RoundTripReport> {
     w.pod(v.returned_ms);
     w.pod(v.still_held);
     w.pod(v.early_written);
+    w.pod(v.early_copied);
     Codec<lab07_probe::Floats>::put(w, v.out);
     Codec<lab07_probe::Floats>::put(w, v.in);
   }
@@ -180,6 +184,7 @@ struct Codec<lab07_probe::RoundTripReport> {
     v.returned_ms = r.pod<double>();
     v.still_held = r.pod<bool>();
     v.early_written = r.pod<std::uint64_t>();
+    v.early_copied = r.pod<std::uint64_t>();
     v.out = Codec<lab07_probe::Floats>::get(r);
     v.in = Codec<lab07_probe::Floats>::get(r);
     return v;

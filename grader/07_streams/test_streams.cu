@@ -419,6 +419,11 @@ KIT_TEST_P(RoundTrip, QueuesOnItsStreamAndReturnsAtOnce, "streams.1", gpu, 1,
                   << "was still held by earlier work: part of your round trip ran on another "
                   << "stream (the default stream?). Pass `stream` to both cudaMemcpyAsync calls "
                   << "and to launch_work.";
+  if (still_held && report.early_copied > 0)
+    ADD_FAILURE() << report.early_copied << " of the first "
+                  << std::min(n, lab07_probe::kPeekFloats) << " elements of d_in were copied in while `stream` was still held by earlier "
+                  << "work: the copy-in ran on another stream (the default stream?). Pass `stream` "
+                  << "to the cudaMemcpyAsync that copies h_in to d_in.";
   EXPECT_TRUE(host_output_matches("h_out", expected_output(in.data(), n, iterations), h_out,
                                   /*chunks=*/0, /*streams=*/0));
   EXPECT_TRUE(report.in.values == in) << "h_in was modified";

@@ -19,12 +19,13 @@ REAL_MANIFEST = Path(__file__).resolve().parents[1] / "labs.json"
 
 
 class RealManifestTest(unittest.TestCase):
-    def test_lab_01_has_five_steps_with_three_hints_each(self) -> None:
+    def test_lab_01_has_six_steps_with_three_hints_each(self) -> None:
         manifest = load_manifest(REAL_MANIFEST)
         lab = manifest.find_lab("01_indexing")
         assert lab is not None
         self.assertEqual([s.id for s in lab.steps],
-                         ["indexing.1", "indexing.2", "indexing.3", "indexing.4", "indexing.perf"])
+                         ["indexing.1", "indexing.2", "indexing.3", "indexing.4", "indexing.5",
+                          "indexing.perf"])
         self.assertTrue(all(len(s.hints) == 3 for s in lab.steps))
         self.assertEqual(lab.student_files, ("index_math.cuh", "indexing.cu"))
         self.assertEqual(lab.timeout_s, 60)
