@@ -19,6 +19,7 @@
 #include "bounds_checks.h"
 #include "kit/check.h"
 #include "kit/device_info.h"
+#include "kit/huge.h"
 #include "kit/test.h"
 #include "remote.h"
 
@@ -441,13 +442,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShiftFast,
 // correctness tests, since beside them (up to 16 at once, some of a GiB) its 32 GiB may not be free.
 constexpr unsigned kTopN = 0xffffffffu;
 
-__device__ float top_input(std::size_t i, std::uint32_t seed) {
-  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 29;
-  return static_cast<float>(h & 0xffffu) / 65536.0f - 0.5f;  // in [-0.5, 0.5)
-}
+__device__ float top_input(std::size_t i, std::uint32_t seed) { return kit::index_value(i, seed); }
 
 __global__ void fill_top_input(float* in, std::size_t n, std::uint32_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
@@ -478,16 +473,7 @@ KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", t
          "scale_shift_fast on n = 2^32 - 1 elements (two arrays of 16 GiB): every element once; "
          "a 32-bit index wraps on the loop's last trip") {
   const std::size_t n = kTopN;
-  const std::size_t bytes = 2 * n * sizeof(float);
-  std::size_t free_bytes = 0, total_bytes = 0;
-  KIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (free_bytes < bytes + (std::size_t{1} << 30)) {
-    const std::string why = std::string(kit::kNoMemoryReason) + ": needs " +
-                            std::to_string((bytes >> 30) + 1) + " GiB free, this GPU has " +
-                            std::to_string(free_bytes >> 30) + " GiB free";
-    RecordProperty("not_run", why);
-    GTEST_SKIP() << "not run: " << why;
-  }
+  KIT_NEEDS_DEVICE_MEMORY(2 * n * sizeof(float));
   auto rng = kit::test_random();
   const float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
   const auto seed = static_cast<std::uint32_t>(rng.next_u64());

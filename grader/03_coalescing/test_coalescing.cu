@@ -16,6 +16,7 @@
 // Compute (a plain run of this binary skips them), which counts the sectors and shared-memory
 // wavefronts the kernels themselves took.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "kit/check.h"
 #include "kit/remote.h"
 #include "kit/diagnose.h"
+#include "kit/huge.h"
 #include "kit/test.h"
 #include "remote.h"
 
@@ -159,6 +161,105 @@ std::vector<WarpSample> sample_warps(const kit::Launch& launch, std::uint64_t ba
 }
 
 using Index = std::optional<std::uint64_t>;
+
+// ---- Arrays of more than 2^32 elements (kit/huge.h) --------------------------------------------
+// Each step has one test on data past 2^32 elements, where an index kept in 32 bits (`unsigned`)
+// wraps. The inputs are filled and the outputs checked here on the GPU, from each element's index
+// (kit::index_value): copying 16 GiB to the host would take seconds. Kind `timed`: such a test
+// runs alone, after the other correctness tests, so its 17 to 33 GiB are free.
+
+__global__ void fill_index_values(float* p, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = kit::index_value(i, seed);
+}
+
+// What a check kernel found: how many elements were wrong, and the first of them.
+struct HugeWrong {
+  unsigned long long count = 0, first = ~0ull;
+};
+
+__device__ void note_wrong(unsigned long long* wrong, std::size_t i) {
+  atomicAdd(&wrong[0], 1ull);
+  atomicMin(&wrong[1], static_cast<unsigned long long>(i));
+}
+
+// aos_to_soa's four arrays, one after the other in `soa` (x, y, vx, vy of n particles each), must
+// hold field f of particle p of an AoS filled with index_value: the value of float 4p + f.
+__global__ void check_huge_soa(const float* soa, std::size_t n, std::uint32_t seed,
+                               unsigned long long* wrong) {
+  for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < 4 * n;
+       j += std::size_t{gridDim.x} * blockDim.x) {
+    const std::size_t field = j / n, p = j % n;
+    if (!(soa[j] == kit::index_value(4 * p + field, seed))) note_wrong(wrong, j);  // NaN: poison
+  }
+}
+
+// C (m x n) of A (m x 1) times B (1 x n): C(r, c) = a(r) b(c), one rounding of the product.
+__global__ void check_huge_outer(const float* c, unsigned m, unsigned n, std::uint32_t seed_a,
+                                 std::uint32_t seed_b, unsigned long long* wrong) {
+  const std::size_t total = std::size_t{m} * n;
+  for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < total;
+       j += std::size_t{gridDim.x} * blockDim.x) {
+    const float want = kit::index_value(j / n, seed_a) * kit::index_value(j % n, seed_b);
+    if (!(c[j] == want)) note_wrong(wrong, j);
+  }
+}
+
+// C (1 x n) of A (1 x k) times B (k x n) where A is 1/4 at 0, 1 at k - 1 and 0 elsewhere:
+// C(0, c) = b(0, c) / 4 + b(k - 1, c), exact in float whatever the order of the sum.
+__global__ void check_huge_deep(const float* c, unsigned n, unsigned k, std::uint32_t seed_b,
+                                unsigned long long* wrong) {
+  for (std::size_t col = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; col < n;
+       col += std::size_t{gridDim.x} * blockDim.x) {
+    const float want = 0.25f * kit::index_value(col, seed_b) +
+                       kit::index_value(std::size_t{k - 1} * n + col, seed_b);
+    if (!(c[col] == want)) note_wrong(wrong, col);
+  }
+}
+
+// out (cols x rows) must be the transpose of an input (rows x cols) filled with index_value.
+__global__ void check_huge_transpose(const float* out, unsigned rows, unsigned cols,
+                                     std::uint32_t seed, unsigned long long* wrong) {
+  const std::size_t total = std::size_t{rows} * cols;
+  for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < total;
+       j += std::size_t{gridDim.x} * blockDim.x) {
+    const std::size_t out_row = j / rows, out_col = j % rows;  // in(out_col, out_row)
+    if (!(out[j] == kit::index_value(out_col * cols + out_row, seed))) note_wrong(wrong, j);
+  }
+}
+
+// Runs `check` (a launch of a check kernel given the counter) after the student's work is done.
+template <class Check>
+HugeWrong count_huge_wrong(Check check) {
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  kit::DeviceBuffer<unsigned long long> d_wrong(std::vector<unsigned long long>{0, ~0ull});
+  check(d_wrong.data());
+  KIT_CHECK_LAUNCH("the grader's check kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = d_wrong.download();
+  return {got[0], got[1]};
+}
+
+constexpr unsigned kCheckBlocks = 8192, kCheckThreads = 256;
+
+// Fills n floats with index_value(i, seed) and waits.
+void fill_huge(float* p, std::size_t n, std::uint32_t seed) {
+  fill_index_values<<<kCheckBlocks, kCheckThreads>>>(p, n, seed);
+  KIT_CHECK_LAUNCH("the grader's fill kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Fills n floats with NaN (never written) and waits.
+void poison_huge(float* p, std::size_t n) {
+  KIT_CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float)));
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+const char kWrapAdvice[] =
+    "An index or offset past 2^32 - 1 kept in 32 bits (unsigned, or a product of two unsigned "
+    "values) wraps round to an element near the start. Compute it in std::size_t: convert one "
+    "factor before multiplying.";
 
 // ---- Step 1: array of structs to struct of arrays ----------------------------------------------
 
@@ -392,6 +493,36 @@ KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1
 INSTANTIATE_TEST_SUITE_P(Sizes, IntegrateSoa,
                          ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
 
+// 2^30 + 2^20 + 3 particles: 2^32 + 2^22 + 12 floats, so a float's index passes 2^32 - 1.
+constexpr unsigned kHugeParticles = (1u << 30) + (1u << 20) + 3;
+
+class AosToSoaHuge : public kit::GpuTest {};
+
+KIT_TEST(AosToSoaHuge, FloatIndexPasses2To32, "coalescing.1", timed, 1,
+         "aos_to_soa of 2^30 + 2^20 + 3 particles (2^32 + 2^22 + 12 floats, 2 x 16 GiB): the "
+         "floats past 2^32 reach their arrays too") {
+  const std::size_t n = kHugeParticles, floats = 4 * n;
+  KIT_NEEDS_DEVICE_MEMORY(2 * floats * sizeof(float));
+  auto rng = kit::test_random();
+  const auto seed = static_cast<std::uint32_t>(rng.next_u64());
+  kit::DeviceBuffer<lab03::Particle> d_aos(n);
+  kit::DeviceBuffer<float> d_soa(floats);
+  fill_huge(reinterpret_cast<float*>(d_aos.data()), floats, seed);
+  poison_huge(d_soa.data(), floats);
+  float* soa = d_soa.data();
+  const kit::Launch launch =
+      lab03::aos_to_soa(kHugeParticles, d_aos.data(), {soa, soa + n, soa + 2 * n, soa + 3 * n});
+  const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
+    check_huge_soa<<<kCheckBlocks, kCheckThreads>>>(soa, n, seed, w);
+  });
+  EXPECT_EQ(wrong.count, 0ull)
+      << wrong.count << " of " << floats << " floats of the four arrays wrong, the first: "
+      << std::array<const char*, 4>{"x", "y", "vx", "vy"}[wrong.first / n % 4] << "["
+      << wrong.first % n << "] (launch: " << kit::describe_launch(launch) << ").\n"
+      << "The floats from index 2^32 on are particles 2^30 and above. " << kWrapAdvice << "\n"
+      << kit::seed_note();
+}
+
 // ---- Step 2: the thread mapping of a matrix multiply -------------------------------------------
 
 KIT_TEST(CoalescingHost, MatmulElementTakesTheColumnFromX, "coalescing.2", host, 2,
@@ -547,6 +678,65 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul,
                            return "m" + std::to_string(info.param.m) + "_n" +
                                   std::to_string(info.param.n) + "_k" + std::to_string(info.param.k);
                          });
+
+// Two products past 2^32: C of 65537 x 65537 (a row offset row * n passes 2^32 - 1 in the last
+// row), and B of 65537 x 65537 (the offset i * n of B's row i passes it in the last term of the
+// sum). 16 GiB each, one after the other.
+constexpr unsigned kHugeSide = (1u << 16) + 1;
+
+__global__ void deep_a(float* a, unsigned k) {  // 1/4 at 0, 1 at k - 1, 0 elsewhere
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < k; i += gridDim.x * blockDim.x)
+    a[i] = i == 0 ? 0.25f : i == k - 1 ? 1.0f : 0.0f;
+}
+
+class MatmulHuge : public kit::GpuTest {};
+
+KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
+         "matmul of 65537 x 1 by 1 x 65537 (C of 16 GiB) and of 1 x 65537 by 65537 x 65537 (B of "
+         "16 GiB): offsets past 2^32 reach the right elements") {
+  const std::size_t side = kHugeSide, big = side * side;
+  KIT_NEEDS_DEVICE_MEMORY(big * sizeof(float));
+  auto rng = kit::test_random();
+  const auto seed_a = static_cast<std::uint32_t>(rng.next_u64());
+  const auto seed_b = static_cast<std::uint32_t>(rng.next_u64());
+  {
+    SCOPED_TRACE("C = A B with A 65537 x 1, B 1 x 65537: C(r, c) = a(r) b(c)");
+    kit::DeviceBuffer<float> d_a(side), d_b(side), d_c(big);
+    fill_huge(d_a.data(), side, seed_a);
+    fill_huge(d_b.data(), side, seed_b);
+    poison_huge(d_c.data(), big);
+    const kit::Launch launch =
+        lab03::matmul(kHugeSide, kHugeSide, 1, d_a.data(), d_b.data(), d_c.data());
+    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
+      check_huge_outer<<<kCheckBlocks, kCheckThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_a,
+                                                        seed_b, w);
+    });
+    EXPECT_EQ(wrong.count, 0ull)
+        << wrong.count << " of " << big << " elements of C wrong, the first C(" << wrong.first / side
+        << ", " << wrong.first % side << ") (launch: " << kit::describe_launch(launch) << ").\n"
+        << "Row 65536 of C starts at 65536 x 65537 > 2^32 - 1. " << kWrapAdvice << "\n"
+        << kit::seed_note();
+  }
+  if (HasFailure()) return;
+  {
+    SCOPED_TRACE("C = A B with A 1 x 65537, B 65537 x 65537: C(0, c) = b(0, c) / 4 + b(65536, c)");
+    kit::DeviceBuffer<float> d_a(side), d_b(big), d_c(side);
+    deep_a<<<64, 256>>>(d_a.data(), kHugeSide);
+    KIT_CHECK_LAUNCH("deep_a");
+    fill_huge(d_b.data(), big, seed_b);
+    poison_huge(d_c.data(), side);
+    const kit::Launch launch =
+        lab03::matmul(1, kHugeSide, kHugeSide, d_a.data(), d_b.data(), d_c.data());
+    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
+      check_huge_deep<<<64, kCheckThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_b, w);
+    });
+    EXPECT_EQ(wrong.count, 0ull)
+        << wrong.count << " of " << side << " elements of C wrong, the first C(0, " << wrong.first
+        << ") (launch: " << kit::describe_launch(launch) << ").\n"
+        << "Row 65536 of B starts at 65536 x 65537 > 2^32 - 1. " << kWrapAdvice << "\n"
+        << kit::seed_note();
+  }
+}
 
 // ---- Step 3: matrix transpose ------------------------------------------------------------------
 
@@ -829,6 +1019,41 @@ KIT_TEST(CoalescingCounters, PaddedTileHasNoBankConflict, "coalescing.3", counte
          "with no shared-memory bank conflict") {
   check_transpose("transpose_padded", lab03::transpose_padded, kCounterShape);
   expect_counters({"coalescing.shared_wavefronts_vs_ideal"});
+}
+
+// The three transposes of a 65537 x 65537 input (2 x 16 GiB): the offset of the last row,
+// 65536 x 65537, passes 2^32 - 1, in the input and in the output.
+class TransposeHuge : public kit::GpuTest {};
+
+KIT_TEST(TransposeHuge, OffsetsPass2To32, "coalescing.3", timed, 1,
+         "transpose_naive, transpose_tiled and transpose_padded of 65537 x 65537 (2 x 16 GiB): "
+         "offsets past 2^32 reach the right elements") {
+  const std::size_t side = kHugeSide, big = side * side;
+  KIT_NEEDS_DEVICE_MEMORY(2 * big * sizeof(float));
+  auto rng = kit::test_random();
+  const auto seed = static_cast<std::uint32_t>(rng.next_u64());
+  kit::DeviceBuffer<float> d_in(big), d_out(big);
+  fill_huge(d_in.data(), big, seed);
+  using Transpose = kit::Launch (*)(unsigned, unsigned, const float*, float*, cudaStream_t);
+  const std::pair<const char*, Transpose> transposes[] = {
+      {"transpose_naive", lab03::transpose_naive},
+      {"transpose_tiled", lab03::transpose_tiled},
+      {"transpose_padded", lab03::transpose_padded}};
+  for (const auto& [name, transpose] : transposes) {
+    SCOPED_TRACE(name);
+    poison_huge(d_out.data(), big);
+    const kit::Launch launch = transpose(kHugeSide, kHugeSide, d_in.data(), d_out.data(), 0);
+    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
+      check_huge_transpose<<<kCheckBlocks, kCheckThreads>>>(d_out.data(), kHugeSide, kHugeSide,
+                                                            seed, w);
+    });
+    EXPECT_EQ(wrong.count, 0ull)
+        << name << ": " << wrong.count << " of " << big << " elements wrong, the first out("
+        << wrong.first / side << ", " << wrong.first % side
+        << ") (launch: " << kit::describe_launch(launch) << ").\n"
+        << "Row 65536 of the input, and of the output, starts at 65536 x 65537 > 2^32 - 1. "
+        << kWrapAdvice << "\n" << kit::seed_note();
+  }
 }
 
 // ---- Performance -------------------------------------------------------------------------------

@@ -1,0 +1,55 @@
+/// @file huge.h
+/// @brief Tests on arrays of more than 2^32 elements: inputs that a kernel of the judge fills and
+/// checks from their index alone, and the not-run reason of a GPU without the memory for them.
+///
+/// An index kept in 32 bits (`unsigned i = blockIdx.x * blockDim.x + threadIdx.x`) is right until
+/// the array passes 2^32 elements, so only an array that large shows it. Copying 16 GiB to the host
+/// and back would take seconds, so such a test fills its input on the GPU with index_value(i, seed),
+/// and checks the output on the GPU by recomputing each expected value from its index. Such a test
+/// is of kind `timed` (it runs alone: beside other tests its memory may not be free) and starts with
+/// too_little_memory().
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kit/check.h"
+#include "kit/device_info.h"
+
+namespace kit {
+
+/// A value in [-0.5, 0.5), a multiple of 2^-16, that only element `i` of an input drawn with `seed`
+/// has (a 64-bit mix of both): the sum or product of a few of them is exact in float.
+__host__ __device__ inline float index_value(std::size_t i, std::uint32_t seed) {
+  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  return static_cast<float>(h & 0xffffu) / 65536.0f - 0.5f;
+}
+
+/// When the GPU has less than `bytes` (plus 1 GiB for the rest) free: the test's not-run reason,
+/// which starts with kNoMemoryReason (excused like a missing GPU). Otherwise nothing.
+inline std::optional<std::string> too_little_memory(std::size_t bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes >= bytes + (std::size_t{1} << 30)) return std::nullopt;
+  return std::string(kNoMemoryReason) + ": needs " + std::to_string((bytes >> 30) + 1) +
+         " GiB free, this GPU has " + std::to_string(free_bytes >> 30) + " GiB free";
+}
+
+}  // namespace kit
+
+/// The first lines of a test body that needs `bytes` of device memory: on a GPU without them
+/// free, records the reason and skips the test (not run, never passed).
+#define KIT_NEEDS_DEVICE_MEMORY(bytes)                         \
+  do {                                                         \
+    if (const auto kit_why_ = ::kit::too_little_memory(bytes)) { \
+      RecordProperty("not_run", *kit_why_);                    \
+      GTEST_SKIP() << "not run: " << *kit_why_;                \
+    }                                                          \
+  } while (0)
