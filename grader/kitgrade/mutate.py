@@ -471,6 +471,13 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
                          f"{reference.labs[0].error}\n")
         return 3
     ref_status = {t.id: t.status for t in reference.labs[0].tests}
+    # A test the reference does not pass decides nothing: left out, it cannot stop a mutant at
+    # its first failure before the tests that would kill it.
+    unpassed = frozenset(i for i, status in ref_status.items() if status is not Status.PASSED)
+    if any(ref_status[i] is not Status.NOT_RUN for i in unpassed):
+        failing = sorted(i for i in unpassed if ref_status[i] is not Status.NOT_RUN)
+        out.write(f"  the reference does not pass {len(failing)} test(s), left out: "
+                  f"{', '.join(failing[:3])}{' ...' if len(failing) > 3 else ''}\n")
     # Host tests first, every mutant, stopping each at its first failure; only the mutants they
     # leave alive go on to the GPU tests (with a GPU), again stopping at the first failure.
     verdict_of: dict[str, Verdict] = {}
@@ -481,7 +488,7 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
             break
         graded = runner.run([targets[m.name] for m in alive],
                             runner.RunOptions("student", args.seed, args.jobs, fail_fast=True,
-                                              kinds=kinds))
+                                              kinds=kinds, leave_out=unpassed))
         for i, m in enumerate(alive):
             verdict_of[m.name] = judge(m, ref_status, test_results(graded, i),
                                        graded.labs[i].error)

@@ -119,6 +119,9 @@ class RunOptions:
     (FAIL_FAST_REASON). For kit.py mutate, where one lost step already decides."""
     kinds: frozenset[str] | None = None
     """Run only tests of these kinds (None: all); the others are not run (NOT_SELECTED_REASON)."""
+    leave_out: frozenset[str] = frozenset()
+    """Test ids not to run (NOT_SELECTED_REASON): kit.py mutate leaves out the tests the reference
+    did not pass, which decide nothing there (with fail_fast, one would stop every mutant)."""
 
 
 FAIL_FAST_REASON = "an earlier test of this lab did not pass (fail fast)"
@@ -572,9 +575,10 @@ def _prepare(target: LabTarget, options: RunOptions,
             if verdict is not None:
                 graded.finish(spec, protocol.Outcome(Status.FAILED, *verdict))
                 graded.unrun.add(spec.id)
-    if options.kinds is not None:
+    if options.kinds is not None or options.leave_out:
         for spec in listing:
-            if spec.kind not in options.kinds and spec.id not in graded.by_id:
+            chosen = options.kinds is None or spec.kind in options.kinds
+            if (not chosen or spec.id in options.leave_out) and spec.id not in graded.by_id:
                 graded.finish(spec, protocol.Outcome(Status.NOT_RUN, NOT_SELECTED_REASON))
     return graded
 

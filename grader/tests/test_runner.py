@@ -183,6 +183,17 @@ class FailFastAndKindsTest(unittest.TestCase):
             self.assertEqual((tests[other].status, tests[other].reason),
                              (Status.NOT_RUN, runner.NOT_SELECTED_REASON))
 
+    def test_a_test_left_out_is_not_run_and_stops_nothing(self) -> None:
+        # kit.py mutate leaves out the tests the reference fails: with fail fast, the failing
+        # test left out must not stop the tests after it.
+        tests = self.run_lab(runner.RunOptions("student", SEED, 1, fail_fast=True,
+                                               leave_out=frozenset({"Host.Fails"})),
+                             FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu")
+        self.assertEqual((tests["Host.Fails"].status, tests["Host.Fails"].reason),
+                         (Status.NOT_RUN, runner.NOT_SELECTED_REASON))
+        self.assertIs(tests["Host.Passes"].status, Status.PASSED)
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+
 
 class SettleTest(unittest.TestCase):
     """The selftest's known-wrong submissions: once a step they must lose has failed with the

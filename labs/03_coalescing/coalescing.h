@@ -53,8 +53,8 @@ __host__ __device__ inline float* field_array(const ParticlesSoA& soa, unsigned 
 
 /// Launch of aos_to_soa: one thread per float of the AoS array (4n threads), blocks of kBlock1d.
 inline kit::Launch aos_to_soa_config(unsigned n) {
-  const unsigned floats = kParticleFields * n;
-  return {dim3((floats + kBlock1d - 1) / kBlock1d), dim3(kBlock1d)};
+  const std::size_t floats = std::size_t{kParticleFields} * n;  // past 2^32 from n = 2^30 on
+  return {dim3(static_cast<unsigned>((floats + kBlock1d - 1) / kBlock1d)), dim3(kBlock1d)};
 }
 
 /// Launch of integrate_soa and integrate_aos: one thread per particle, blocks of kBlock1d.
