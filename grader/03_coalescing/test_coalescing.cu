@@ -163,9 +163,9 @@ using Index = std::optional<std::uint64_t>;
 
 // ---- Arrays of more than 2^32 elements (kit/huge.h) --------------------------------------------
 // Steps 2 and 3 each have one test on data past 2^32 elements, where an offset kept in 32 bits
-// (`unsigned`) wraps. The inputs are filled and the outputs checked here on the GPU, from each element's index
-// (kit::index_value): copying 16 GiB to the host would take seconds. Kind `timed`: such a test
-// runs alone, after the other correctness tests, so its 17 or 33 GiB are free.
+// (`unsigned`) wraps. The inputs are filled and the outputs checked here on the GPU, from each
+// element's index (kit::index_value): copying 16 GiB to the host would take seconds. Kind
+// `timed`: such a test runs alone, after the other correctness tests, so its 17 or 33 GiB are free.
 
 __global__ void fill_index_values(float* p, std::size_t n, std::uint32_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
@@ -670,8 +670,8 @@ KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
                                                         seed_b, w);
     });
     EXPECT_EQ(wrong.count, 0ull)
-        << wrong.count << " of " << big << " elements of C wrong, the first C(" << wrong.first / side
-        << ", " << wrong.first % side << ") (launch: " << kit::describe_launch(launch) << ").\n"
+        << wrong.count << " of " << big << " elements of C wrong, the first C("
+        << wrong.first / side << ", " << wrong.first % side << ") (launch: " << kit::describe_launch(launch) << ").\n"
         << "Row 65536 of C starts at 65536 x 65537 > 2^32 - 1. " << kWrapAdvice << "\n"
         << kit::seed_note();
   }

@@ -3,11 +3,11 @@
 /// checks from their index alone, and the not-run reason of a GPU without the memory for them.
 ///
 /// An index kept in 32 bits (`unsigned i = blockIdx.x * blockDim.x + threadIdx.x`) is right until
-/// the array passes 2^32 elements, so only an array that large shows it. Copying 16 GiB to the host
-/// and back would take seconds, so such a test fills its input on the GPU with index_value(i, seed),
-/// and checks the output on the GPU by recomputing each expected value from its index. Such a test
-/// is of kind `timed` (it runs alone: beside other tests its memory may not be free) and starts with
-/// too_little_memory().
+/// the array passes 2^32 elements, so only an array that large shows it. Copying 16 GiB to the
+/// host and back would take seconds, so such a test fills its input on the GPU with
+/// index_value(i, seed), and checks the output on the GPU by recomputing each expected value from
+/// its index. Such a test is of kind `timed` (it runs alone: beside other tests its memory may not
+/// be free) and starts with KIT_NEEDS_DEVICE_MEMORY.
 #pragma once
 
 #include <cuda_runtime.h>
