@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
+import itertools
 import json
 import os
 import shutil
@@ -146,30 +147,37 @@ PLAN_OTHER_LAB = (20, 8.0)
 
 def plan(labs: Sequence[Lab], subs: dict[str, list[str]], gpus: int) -> list[str]:
     """Groups (the words after --labs) that split a whole selftest over `gpus` parts of about
-    equal length: a lab whose known-wrong submissions take longer than a part's share is split
-    over several parts, each grading the lab's stubs and references too; parts are then filled
-    longest first (the first part also runs the shared steps). `subs`: each lab's known-wrong
+    equal length. A lab's known-wrong submissions may be split over up to three parts, each
+    grading the lab's stubs and references too; parts are filled longest piece first (the first
+    part also runs the shared steps). Of every way to split the labs, the one whose longest part
+    is shortest is kept (then the one with fewest pieces). `subs`: each lab's known-wrong
     submissions. One GPU: every lab in one group."""
     if gpus <= 1:
         return [" ".join(lab.number for lab in labs)]
     cost = {lab.id: PLAN_SECONDS.get(lab.number, PLAN_OTHER_LAB) for lab in labs}
-    total = PLAN_SHARED_SECONDS + sum(cost[lab.id][0] + cost[lab.id][1] * len(subs[lab.id])
-                                      for lab in labs)
-    share = total / gpus
-    pieces: list[tuple[float, Lab, list[str]]] = []
-    for lab in labs:
-        fixed, each = cost[lab.id]
-        names = subs[lab.id]
-        k = max(1, min(len(names), -(-int(each * len(names)) // max(1, int(0.75 * share)))))
-        for j in range(k):
-            chunk = names[j::k]
-            pieces.append((fixed + each * len(chunk), lab, chunk))
-    parts: list[list[tuple[Lab, list[str]]]] = [[] for _ in range(gpus)]
-    load = [float(PLAN_SHARED_SECONDS)] + [0.0] * (gpus - 1)
-    for seconds, lab, chunk in sorted(pieces, key=lambda p: -p[0]):
-        i = load.index(min(load))
-        parts[i].append((lab, chunk))
-        load[i] += seconds
+
+    def pieces_for(splits: Sequence[int]) -> list[tuple[float, Lab, list[str]]]:
+        pieces = []
+        for lab, k in zip(labs, splits):
+            fixed, each = cost[lab.id]
+            for j in range(k):
+                chunk = subs[lab.id][j::k]
+                pieces.append((fixed + each * len(chunk), lab, chunk))
+        return sorted(pieces, key=lambda p: -p[0])
+
+    def fill(pieces: Sequence[tuple[float, Lab, list[str]]]):
+        parts: list[list[tuple[Lab, list[str]]]] = [[] for _ in range(gpus)]
+        load = [float(PLAN_SHARED_SECONDS)] + [0.0] * (gpus - 1)
+        for seconds, lab, chunk in pieces:
+            i = load.index(min(load))
+            parts[i].append((lab, chunk))
+            load[i] += seconds
+        return max(load), parts
+
+    choices = [range(1, min(3, max(1, len(subs[lab.id]))) + 1) for lab in labs]
+    best = min(itertools.product(*choices),
+               key=lambda splits: (fill(pieces_for(splits))[0], sum(splits)))
+    _, parts = fill(pieces_for(best))
     groups = []
     for part in parts:
         if part:

@@ -46,6 +46,26 @@ class PlanTest(unittest.TestCase):
             loads.append(seconds)
         self.assertLess(max(loads), 1.35 * sum(loads) / len(loads), loads)
 
+    def test_the_kits_seven_labs_over_four_parts_within_a_tenth_of_the_mean(self) -> None:
+        # The table's own labs, with as many known-wrongs as the kit has: no way of splitting
+        # labs whole or in halves only (the first version) gets this close.
+        counts = {"01": 20, "02": 17, "03": 13, "04": 23, "05": 15, "06": 11, "07": 8}
+        labs = [make_lab(f"{n}_lab{n}") for n in counts]
+        subs = {lab.id: [f"w{lab.number}_{i}" for i in range(counts[lab.number])] for lab in labs}
+        loads = []
+        for i, group in enumerate(selftest.plan(labs, subs, 4)):
+            numbers, _, names = group.partition(" --wrong ")
+            mine = names.split()
+            seconds = selftest.PLAN_SHARED_SECONDS if i == 0 else 0
+            for n in numbers.split():
+                fixed, each = selftest.PLAN_SECONDS[n]
+                seconds += fixed + each * sum(w.startswith(f"w{n}_") for w in mine)
+            loads.append(seconds)
+        self.assertEqual(sorted(w for g in selftest.plan(labs, subs, 4)
+                                for w in g.partition(" --wrong ")[2].split()),
+                         sorted(w for ws in subs.values() for w in ws))
+        self.assertLess(max(loads), 1.1 * sum(loads) / len(loads), loads)
+
 
 if __name__ == "__main__":
     unittest.main()
