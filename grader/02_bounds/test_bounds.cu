@@ -442,28 +442,16 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ScaleShiftFast,
 // correctness tests, since beside them (up to 16 at once, some of a GiB) its 32 GiB may not be free.
 constexpr unsigned kTopN = 0xffffffffu;
 
-__device__ float top_input(std::size_t i, std::uint32_t seed) { return kit::index_value(i, seed); }
-
-__global__ void fill_top_input(float* in, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    in[i] = top_input(i, seed);
-}
-
 // Counts the elements of out that are not a * in + b (within kScaleShiftTolerance), and keeps the
 // first such index: the input is recomputed from its index, so `in` is not read (it could have
 // been changed too: that shows as wrong outputs).
 __global__ void count_top_wrong(const float* out, std::size_t n, float a, float b,
-                                std::uint32_t seed, double tolerance,
-                                unsigned long long* wrong, unsigned long long* first) {
+                                std::uint32_t seed, double tolerance, unsigned long long* wrong) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const double want = double(a) * top_input(i, seed) + b;
+    const double want = double(a) * kit::index_value(i, seed) + b;
     const double got = out[i];
-    if (!(fabs(got - want) <= tolerance)) {  // NaN (the poison) is wrong too
-      atomicAdd(wrong, 1ull);
-      atomicMin(first, static_cast<unsigned long long>(i));
-    }
+    if (!(fabs(got - want) <= tolerance)) kit::note_wrong(wrong, i);  // NaN (the poison) too
   }
 }
 
@@ -478,22 +466,19 @@ KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", t
   const float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
   const auto seed = static_cast<std::uint32_t>(rng.next_u64());
   kit::DeviceBuffer<float> d_in(n), d_out(n);
-  fill_top_input<<<4096, 256>>>(d_in.data(), n, seed);
-  KIT_CUDA_CHECK(cudaMemset(d_out.data(), 0xff, n * sizeof(float)));  // NaN: never written
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  kit::fill_index_values(d_in.data(), n, seed);
+  kit::poison_floats(d_out.data(), n);
   const kit::Launch launch = lab02::scale_shift_fast(kTopN, a, b, d_in.data(), d_out.data());
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  kit::DeviceBuffer<unsigned long long> d_wrong(std::vector<unsigned long long>{0}),
-      d_first(std::vector<unsigned long long>{~0ull});
-  count_top_wrong<<<4096, 256>>>(d_out.data(), n, a, b, seed, kScaleShiftTolerance.abs,
-                                 d_wrong.data(), d_first.data());
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  const unsigned long long wrong = d_wrong.download()[0], first = d_first.download()[0];
-  EXPECT_EQ(wrong, 0ull) << wrong << " of " << n << " elements wrong, the first at index "
-                         << first << " (launch: " << kit::describe_launch(launch) << ").\n"
-                         << "An index or stride kept in 32 bits (unsigned) passes 2^32 - 1 on the "
-                            "loop's last trip and wraps round: keep them in std::size_t.\n"
-                         << kit::seed_note();
+  const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+    count_top_wrong<<<kit::kHugeBlocks, kit::kHugeThreads>>>(d_out.data(), n, a, b, seed,
+                                                             kScaleShiftTolerance.abs, w);
+  });
+  EXPECT_EQ(wrong.count, 0ull)
+      << wrong.count << " of " << n << " elements wrong, the first at index " << wrong.first
+      << " (launch: " << kit::describe_launch(launch) << ").\n"
+      << "An index or stride kept in 32 bits (unsigned) passes 2^32 - 1 on the loop's last trip "
+         "and wraps round: keep them in std::size_t.\n"
+      << kit::seed_note();
 }
 
 using BoundsPerf = kit::PerfTest;

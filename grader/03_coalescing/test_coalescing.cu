@@ -167,22 +167,6 @@ using Index = std::optional<std::uint64_t>;
 // element's index (kit::index_value): copying 16 GiB to the host would take seconds. Kind
 // `timed`: such a test runs alone, after the other correctness tests, so its 17 or 33 GiB are free.
 
-__global__ void fill_index_values(float* p, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    p[i] = kit::index_value(i, seed);
-}
-
-// What a check kernel found: how many elements were wrong, and the first of them.
-struct HugeWrong {
-  unsigned long long count = 0, first = ~0ull;
-};
-
-__device__ void note_wrong(unsigned long long* wrong, std::size_t i) {
-  atomicAdd(&wrong[0], 1ull);
-  atomicMin(&wrong[1], static_cast<unsigned long long>(i));
-}
-
 // C (m x n) of A (m x 1) times B (1 x n): C(r, c) = a(r) b(c), one rounding of the product.
 __global__ void check_huge_outer(const float* c, unsigned m, unsigned n, std::uint32_t seed_a,
                                  std::uint32_t seed_b, unsigned long long* wrong) {
@@ -190,7 +174,7 @@ __global__ void check_huge_outer(const float* c, unsigned m, unsigned n, std::ui
   for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < total;
        j += std::size_t{gridDim.x} * blockDim.x) {
     const float want = kit::index_value(j / n, seed_a) * kit::index_value(j % n, seed_b);
-    if (!(c[j] == want)) note_wrong(wrong, j);
+    if (!(c[j] == want)) kit::note_wrong(wrong, j);
   }
 }
 
@@ -202,7 +186,7 @@ __global__ void check_huge_deep(const float* c, unsigned n, unsigned k, std::uin
        col += std::size_t{gridDim.x} * blockDim.x) {
     const float want = 0.25f * kit::index_value(col, seed_b) +
                        kit::index_value(std::size_t{k - 1} * n + col, seed_b);
-    if (!(c[col] == want)) note_wrong(wrong, col);
+    if (!(c[col] == want)) kit::note_wrong(wrong, col);
   }
 }
 
@@ -213,35 +197,8 @@ __global__ void check_huge_transpose(const float* out, unsigned rows, unsigned c
   for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < total;
        j += std::size_t{gridDim.x} * blockDim.x) {
     const std::size_t out_row = j / rows, out_col = j % rows;  // in(out_col, out_row)
-    if (!(out[j] == kit::index_value(out_col * cols + out_row, seed))) note_wrong(wrong, j);
+    if (!(out[j] == kit::index_value(out_col * cols + out_row, seed))) kit::note_wrong(wrong, j);
   }
-}
-
-// Runs `check` (a launch of a check kernel given the counter) after the student's work is done.
-template <class Check>
-HugeWrong count_huge_wrong(Check check) {
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  kit::DeviceBuffer<unsigned long long> d_wrong(std::vector<unsigned long long>{0, ~0ull});
-  check(d_wrong.data());
-  KIT_CHECK_LAUNCH("the grader's check kernel");
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto got = d_wrong.download();
-  return {got[0], got[1]};
-}
-
-constexpr unsigned kCheckBlocks = 8192, kCheckThreads = 256;
-
-// Fills n floats with index_value(i, seed) and waits.
-void fill_huge(float* p, std::size_t n, std::uint32_t seed) {
-  fill_index_values<<<kCheckBlocks, kCheckThreads>>>(p, n, seed);
-  KIT_CHECK_LAUNCH("the grader's fill kernel");
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-// Fills n floats with NaN (never written) and waits.
-void poison_huge(float* p, std::size_t n) {
-  KIT_CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float)));
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 const char kWrapAdvice[] =
@@ -660,13 +617,13 @@ KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
   {
     SCOPED_TRACE("C = A B with A 65537 x 1, B 1 x 65537: C(r, c) = a(r) b(c)");
     kit::DeviceBuffer<float> d_a(side), d_b(side), d_c(big);
-    fill_huge(d_a.data(), side, seed_a);
-    fill_huge(d_b.data(), side, seed_b);
-    poison_huge(d_c.data(), big);
+    kit::fill_index_values(d_a.data(), side, seed_a);
+    kit::fill_index_values(d_b.data(), side, seed_b);
+    kit::poison_floats(d_c.data(), big);
     const kit::Launch launch =
         lab03::matmul(kHugeSide, kHugeSide, 1, d_a.data(), d_b.data(), d_c.data());
-    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
-      check_huge_outer<<<kCheckBlocks, kCheckThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_a,
+    const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+      check_huge_outer<<<kit::kHugeBlocks, kit::kHugeThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_a,
                                                         seed_b, w);
     });
     EXPECT_EQ(wrong.count, 0ull)
@@ -681,12 +638,12 @@ KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
     kit::DeviceBuffer<float> d_a(side), d_b(big), d_c(side);
     deep_a<<<64, 256>>>(d_a.data(), kHugeSide);
     KIT_CHECK_LAUNCH("deep_a");
-    fill_huge(d_b.data(), big, seed_b);
-    poison_huge(d_c.data(), side);
+    kit::fill_index_values(d_b.data(), big, seed_b);
+    kit::poison_floats(d_c.data(), side);
     const kit::Launch launch =
         lab03::matmul(1, kHugeSide, kHugeSide, d_a.data(), d_b.data(), d_c.data());
-    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
-      check_huge_deep<<<64, kCheckThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_b, w);
+    const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+      check_huge_deep<<<64, kit::kHugeThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_b, w);
     });
     EXPECT_EQ(wrong.count, 0ull)
         << wrong.count << " of " << side << " elements of C wrong, the first C(0, " << wrong.first
@@ -991,7 +948,7 @@ KIT_TEST(TransposeHuge, OffsetsPass2To32, "coalescing.3", timed, 1,
   auto rng = kit::test_random();
   const auto seed = static_cast<std::uint32_t>(rng.next_u64());
   kit::DeviceBuffer<float> d_in(big), d_out(big);
-  fill_huge(d_in.data(), big, seed);
+  kit::fill_index_values(d_in.data(), big, seed);
   using Transpose = kit::Launch (*)(unsigned, unsigned, const float*, float*, cudaStream_t);
   const std::pair<const char*, Transpose> transposes[] = {
       {"transpose_naive", lab03::transpose_naive},
@@ -999,10 +956,10 @@ KIT_TEST(TransposeHuge, OffsetsPass2To32, "coalescing.3", timed, 1,
       {"transpose_padded", lab03::transpose_padded}};
   for (const auto& [name, transpose] : transposes) {
     SCOPED_TRACE(name);
-    poison_huge(d_out.data(), big);
+    kit::poison_floats(d_out.data(), big);
     const kit::Launch launch = transpose(kHugeSide, kHugeSide, d_in.data(), d_out.data(), 0);
-    const HugeWrong wrong = count_huge_wrong([&](unsigned long long* w) {
-      check_huge_transpose<<<kCheckBlocks, kCheckThreads>>>(d_out.data(), kHugeSide, kHugeSide,
+    const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+      check_huge_transpose<<<kit::kHugeBlocks, kit::kHugeThreads>>>(d_out.data(), kHugeSide, kHugeSide,
                                                             seed, w);
     });
     EXPECT_EQ(wrong.count, 0ull)

@@ -37,6 +37,7 @@ class Rule:
 
 
 _NOT_PASSED = frozenset({Status.FAILED, Status.CRASHED, Status.TIMED_OUT})
+_CRASHED = frozenset({Status.CRASHED})
 _SANITIZE = "python3 grader/kit.py sanitize {lab}  (names the line and thread)"
 
 RULES: tuple[Rule, ...] = (
@@ -60,21 +61,21 @@ RULES: tuple[Rule, ...] = (
     Rule(_NOT_PASSED, ("cudaErrorMemoryAllocation", "out of memory"),
          "an allocation larger than the GPU has: check the byte count (elements times sizeof), "
          "and free what you allocate in a loop."),
-    Rule(frozenset({Status.CRASHED}), ("SIGSEGV", "SIGBUS"),
+    Rule(_CRASHED, ("SIGSEGV", "SIGBUS"),
          "host code used memory it does not own: a device pointer used on the host (copy with "
          "cudaMemcpy), an index past a host array's end, or freed memory."),
-    Rule(frozenset({Status.CRASHED}), ("SIGFPE",),
+    Rule(_CRASHED, ("SIGFPE",),
          "an integer division or remainder by zero in host code: a block or tile count of 0 "
          "for a small input?"),
-    Rule(frozenset({Status.CRASHED}), ("SIGABRT",),
+    Rule(_CRASHED, ("SIGABRT",),
          "the program aborted: a failed assert, or an exception your code did not catch (see "
          "the output below)."),
-    Rule(frozenset({Status.CRASHED}), ("SIGKILL",),
+    Rule(_CRASHED, ("SIGKILL",),
          "the process was killed from outside, most often for using too much host memory."),
-    Rule(frozenset({Status.CRASHED}), ("no authentic result",),
+    Rule(_CRASHED, ("no authentic result",),
          "something in the process wrote, changed or removed the grader's result files; only "
          "the kit may write them."),
-    Rule(frozenset({Status.CRASHED}), ("exited with code",),
+    Rule(_CRASHED, ("exited with code",),
          "your code ended the program (exit, _exit, quick_exit): a lab function returns, or "
          "throws where its comment says so."),
 )

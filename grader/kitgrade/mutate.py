@@ -474,8 +474,8 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
     # A test the reference does not pass decides nothing: left out, it cannot stop a mutant at
     # its first failure before the tests that would kill it.
     unpassed = frozenset(i for i, status in ref_status.items() if status is not Status.PASSED)
-    if any(ref_status[i] is not Status.NOT_RUN for i in unpassed):
-        failing = sorted(i for i in unpassed if ref_status[i] is not Status.NOT_RUN)
+    failing = sorted(i for i in unpassed if ref_status[i] is not Status.NOT_RUN)
+    if failing:
         out.write(f"  the reference does not pass {len(failing)} test(s), left out: "
                   f"{', '.join(failing[:3])}{' ...' if len(failing) > 3 else ''}\n")
     # Host tests first, every mutant, stopping each at its first failure; only the mutants they

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "kit/buffers.h"
 #include "kit/check.h"
 #include "kit/device_info.h"
 
@@ -30,6 +32,54 @@ __host__ __device__ inline float index_value(std::size_t i, std::uint32_t seed) 
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 29;
   return static_cast<float>(h & 0xffffu) / 65536.0f - 0.5f;
+}
+
+/// The grid of the kit's fill and check kernels over such arrays (grid-stride loops).
+inline constexpr unsigned kHugeBlocks = 8192, kHugeThreads = 256;
+
+namespace detail {
+static __global__ void fill_index_values(float* p, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = index_value(i, seed);
+}
+}  // namespace detail
+
+/// Fills n floats with index_value(i, seed) and waits.
+inline void fill_index_values(float* p, std::size_t n, std::uint32_t seed) {
+  detail::fill_index_values<<<kHugeBlocks, kHugeThreads>>>(p, n, seed);
+  KIT_CHECK_LAUNCH("the grader's fill kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/// Fills n floats with NaN (never written) and waits.
+inline void poison_floats(float* p, std::size_t n) {
+  KIT_CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float)));
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/// What a check kernel found: how many elements were wrong, and the first of them.
+struct WrongCount {
+  unsigned long long count = 0, first = ~0ull;
+};
+
+/// In a check kernel: element i is wrong (`wrong` is the counter count_wrong() passes).
+__device__ inline void note_wrong(unsigned long long* wrong, std::size_t i) {
+  atomicAdd(&wrong[0], 1ull);
+  atomicMin(&wrong[1], static_cast<unsigned long long>(i));
+}
+
+/// Waits for the student's work, then runs `check(counter)` (a launch of a check kernel that
+/// calls note_wrong) and returns what it found.
+template <class Check>
+WrongCount count_wrong(Check check) {
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  DeviceBuffer<unsigned long long> counter(std::vector<unsigned long long>{0, ~0ull});
+  check(counter.data());
+  KIT_CHECK_LAUNCH("the grader's check kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = counter.download();
+  return {got[0], got[1]};
 }
 
 /// When the GPU has less than `bytes` (plus 1 GiB for the rest) free: the test's not-run reason,
