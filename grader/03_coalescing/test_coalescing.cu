@@ -16,6 +16,7 @@
 // Compute (a plain run of this binary skips them), which counts the sectors and shared-memory
 // wavefronts the kernels themselves took.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -162,10 +163,21 @@ std::vector<WarpSample> sample_warps(const kit::Launch& launch, std::uint64_t ba
 using Index = std::optional<std::uint64_t>;
 
 // ---- Arrays of more than 2^32 elements (kit/huge.h) --------------------------------------------
-// Steps 2 and 3 each have one test on data past 2^32 elements, where an offset kept in 32 bits
+// Each step has one test on data past 2^32 elements, where an offset kept in 32 bits
 // (`unsigned`) wraps. The inputs are filled and the outputs checked here on the GPU, from each
 // element's index (kit::index_value): copying 16 GiB to the host would take seconds. Kind
-// `timed`: such a test runs alone, after the other correctness tests, so its 17 or 33 GiB are free.
+// `timed`: such a test runs alone, after the other correctness tests, so its 17 to 33 GiB are free.
+
+// aos_to_soa's four arrays, one after the other in `soa` (x, y, vx, vy of n particles each), must
+// hold field f of particle p of an AoS filled with index_value: the value of float 4p + f.
+__global__ void check_huge_soa(const float* soa, std::size_t n, std::uint32_t seed,
+                               unsigned long long* wrong) {
+  for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < 4 * n;
+       j += std::size_t{gridDim.x} * blockDim.x) {
+    const std::size_t field = j / n, p = j % n;
+    if (!(soa[j] == kit::index_value(4 * p + field, seed))) kit::note_wrong(wrong, j);  // NaN too
+  }
+}
 
 // C (m x n) of A (m x 1) times B (1 x n): C(r, c) = a(r) b(c), one rounding of the product.
 __global__ void check_huge_outer(const float* c, unsigned m, unsigned n, std::uint32_t seed_a,
@@ -437,6 +449,36 @@ KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1
 
 INSTANTIATE_TEST_SUITE_P(Sizes, IntegrateSoa,
                          ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
+
+// 2^30 + 2^20 + 3 particles: 2^32 + 2^22 + 12 floats, so a float's index passes 2^32 - 1.
+constexpr unsigned kHugeParticles = (1u << 30) + (1u << 20) + 3;
+
+class AosToSoaHuge : public kit::GpuTest {};
+
+KIT_TEST(AosToSoaHuge, FloatIndexPasses2To32, "coalescing.1", timed, 1,
+         "aos_to_soa of 2^30 + 2^20 + 3 particles (2^32 + 2^22 + 12 floats, 2 x 16 GiB): the "
+         "floats past 2^32 reach their arrays too") {
+  const std::size_t n = kHugeParticles, floats = 4 * n;
+  KIT_NEEDS_DEVICE_MEMORY(2 * floats * sizeof(float));
+  auto rng = kit::test_random();
+  const auto seed = static_cast<std::uint32_t>(rng.next_u64());
+  kit::DeviceBuffer<lab03::Particle> d_aos(n);
+  kit::DeviceBuffer<float> d_soa(floats);
+  kit::fill_index_values(reinterpret_cast<float*>(d_aos.data()), floats, seed);
+  kit::poison_floats(d_soa.data(), floats);
+  float* soa = d_soa.data();
+  const kit::Launch launch =
+      lab03::aos_to_soa(kHugeParticles, d_aos.data(), {soa, soa + n, soa + 2 * n, soa + 3 * n});
+  const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+    check_huge_soa<<<kit::kHugeBlocks, kit::kHugeThreads>>>(soa, n, seed, w);
+  });
+  EXPECT_EQ(wrong.count, 0ull)
+      << wrong.count << " of " << floats << " floats of the four arrays wrong, the first: "
+      << std::array<const char*, 4>{"x", "y", "vx", "vy"}[wrong.first / n % 4] << "["
+      << wrong.first % n << "] (launch: " << kit::describe_launch(launch) << ").\n"
+      << "The floats from index 2^32 on are particles 2^30 and above. " << kWrapAdvice << "\n"
+      << kit::seed_note();
+}
 
 // ---- Step 2: the thread mapping of a matrix multiply -------------------------------------------
 
