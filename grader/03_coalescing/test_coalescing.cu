@@ -16,6 +16,7 @@
 // Compute (a plain run of this binary skips them), which counts the sectors and shared-memory
 // wavefronts the kernels themselves took.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -162,10 +163,21 @@ std::vector<WarpSample> sample_warps(const kit::Launch& launch, std::uint64_t ba
 using Index = std::optional<std::uint64_t>;
 
 // ---- Arrays of more than 2^32 elements (kit/huge.h) --------------------------------------------
-// Steps 2 and 3 each have one test on data past 2^32 elements, where an offset kept in 32 bits
+// Each step has one test on data past 2^32 elements, where an offset kept in 32 bits
 // (`unsigned`) wraps. The inputs are filled and the outputs checked here on the GPU, from each
 // element's index (kit::index_value): copying 16 GiB to the host would take seconds. Kind
-// `timed`: such a test runs alone, after the other correctness tests, so its 17 or 33 GiB are free.
+// `timed`: such a test runs alone, after the other correctness tests, so its 17 to 33 GiB are free.
+
+// aos_to_soa's four arrays, one after the other in `soa` (x, y, vx, vy of n particles each), must
+// hold field f of particle p of an AoS filled with index_value: the value of float 4p + f.
+__global__ void check_huge_soa(const float* soa, std::size_t n, std::uint32_t seed,
+                               unsigned long long* wrong) {
+  for (std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; j < 4 * n;
+       j += std::size_t{gridDim.x} * blockDim.x) {
+    const std::size_t field = j / n, p = j % n;
+    if (!(soa[j] == kit::index_value(4 * p + field, seed))) kit::note_wrong(wrong, j);  // NaN too
+  }
+}
 
 // C (m x n) of A (m x 1) times B (1 x n): C(r, c) = a(r) b(c), one rounding of the product.
 __global__ void check_huge_outer(const float* c, unsigned m, unsigned n, std::uint32_t seed_a,
@@ -346,8 +358,9 @@ std::vector<lab03::Particle> random_particles(kit::Random& rng, unsigned n) {
 }
 
 // Runs aos_to_soa on n random particles and checks the four arrays exactly, and that the AoS
-// input comes back unchanged.
-void check_aos_to_soa(unsigned n) {
+// input comes back unchanged. `input` places the AoS array at the start or at the end of its
+// allocation (step 4, under memcheck: a read past its end leaves the allocation).
+void check_aos_to_soa(unsigned n, kit::Placement input = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto particles = random_particles(rng, n);
   std::vector<float> x(n), y(n), vx(n), vy(n);
@@ -357,7 +370,7 @@ void check_aos_to_soa(unsigned n) {
     vx[i] = particles[i].vx;
     vy[i] = particles[i].vy;
   }
-  kit::DeviceBuffer<lab03::Particle> d_aos(particles);
+  kit::DeviceBuffer<lab03::Particle> d_aos(particles, input);
   kit::GuardedBuffer<float> d_x(n), d_y(n), d_vx(n), d_vy(n);
   // The stream it is given is busy when it is called: its kernel must queue behind that work.
   kit::remote::expect_queued_on_stream(
@@ -407,9 +420,9 @@ const kit::Tolerance kEulerTolerance{2e-7, 0.0,
 
 class IntegrateSoa : public kit::GpuTestWithParam<unsigned> {};
 
-KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1,
-           "integrate_soa adds vx*dt to x and vy*dt to y of every particle, in place") {
-  const unsigned n = GetParam();
+// Runs integrate_soa on n random particles and checks x and y, and that vx and vy come back
+// unchanged; `inputs` places vx and vy as in check_aos_to_soa.
+void check_integrate_soa(unsigned n, kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const float dt = rng.uniform(0.01f, 0.1f);
   const auto x = rng.floats(n, -1, 1), y = rng.floats(n, -1, 1), vx = rng.floats(n, -1, 1),
@@ -422,7 +435,7 @@ KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1
   kit::GuardedBuffer<float> d_x(n), d_y(n);  // updated in place: load the positions into them
   KIT_CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   KIT_CUDA_CHECK(cudaMemcpy(d_y.data(), y.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  kit::DeviceBuffer<float> d_vx(vx), d_vy(vy);
+  kit::DeviceBuffer<float> d_vx(vx, inputs), d_vy(vy, inputs);
   kit::Launch launch;
   kit::remote::expect_queued_on_stream(
       d_x.data(), std::size_t{n} * sizeof(float), [&](cudaStream_t stream) {
@@ -435,8 +448,43 @@ KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1
   EXPECT_TRUE(kit::input_unchanged("vy", d_vy, vy));
 }
 
+KIT_TEST_P(IntegrateSoa, MovesEveryParticleByItsVelocity, "coalescing.1", gpu, 1,
+           "integrate_soa adds vx*dt to x and vy*dt to y of every particle, in place") {
+  check_integrate_soa(GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, IntegrateSoa,
                          ::testing::Values(1u, 31u, 32u, 33u, 1000u, (1u << 20) + 7), size_name);
+
+// 2^30 + 2^20 + 3 particles: 2^32 + 2^22 + 12 floats, so a float's index passes 2^32 - 1.
+constexpr unsigned kHugeParticles = (1u << 30) + (1u << 20) + 3;
+
+class AosToSoaHuge : public kit::GpuTest {};
+
+KIT_TEST(AosToSoaHuge, FloatIndexPasses2To32, "coalescing.1", timed, 1,
+         "aos_to_soa of 2^30 + 2^20 + 3 particles (2^32 + 2^22 + 12 floats, 2 x 16 GiB): the "
+         "floats past 2^32 reach their arrays too") {
+  const std::size_t n = kHugeParticles, floats = 4 * n;
+  KIT_NEEDS_DEVICE_MEMORY(2 * floats * sizeof(float));
+  auto rng = kit::test_random();
+  const auto seed = static_cast<std::uint32_t>(rng.next_u64());
+  kit::DeviceBuffer<lab03::Particle> d_aos(n);
+  kit::DeviceBuffer<float> d_soa(floats);
+  kit::fill_index_values(reinterpret_cast<float*>(d_aos.data()), floats, seed);
+  kit::poison_floats(d_soa.data(), floats);
+  float* soa = d_soa.data();
+  const kit::Launch launch =
+      lab03::aos_to_soa(kHugeParticles, d_aos.data(), {soa, soa + n, soa + 2 * n, soa + 3 * n});
+  const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+    check_huge_soa<<<kit::kHugeBlocks, kit::kHugeThreads>>>(soa, n, seed, w);
+  });
+  EXPECT_EQ(wrong.count, 0ull)
+      << wrong.count << " of " << floats << " floats of the four arrays wrong, the first: "
+      << std::array<const char*, 4>{"x", "y", "vx", "vy"}[wrong.first / n % 4] << "["
+      << wrong.first % n << "] (launch: " << kit::describe_launch(launch) << ").\n"
+      << "The floats from index 2^32 on are particles 2^30 and above. " << kWrapAdvice << "\n"
+      << kit::seed_note();
+}
 
 // ---- Step 2: the thread mapping of a matrix multiply -------------------------------------------
 
@@ -562,9 +610,9 @@ kit::Tolerance matmul_tolerance(unsigned k, double max_abs_sum) {
 
 class Matmul : public kit::GpuTestWithParam<Mnk> {};
 
-KIT_TEST_P(Matmul, MatchesADoublePrecisionProduct, "coalescing.2", gpu, 1,
-           "matmul computes C = A B within a rounding bound that grows with k") {
-  const Mnk s = GetParam();
+// Runs matmul on random A and B of shape s and checks C within matmul_tolerance, and that A and B
+// come back unchanged; `inputs` places A and B as in check_aos_to_soa.
+void check_matmul(const Mnk& s, kit::Placement inputs = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto a = rng.floats(std::size_t(s.m) * s.k, -1, 1), b = rng.floats(std::size_t(s.k) * s.n, -1, 1);
   std::vector<double> c, abs_sum;
@@ -572,7 +620,7 @@ KIT_TEST_P(Matmul, MatchesADoublePrecisionProduct, "coalescing.2", gpu, 1,
   const std::vector<float> expected(c.begin(), c.end());
   const double max_abs_sum = *std::max_element(abs_sum.begin(), abs_sum.end());
 
-  kit::DeviceBuffer<float> d_a(a), d_b(b);
+  kit::DeviceBuffer<float> d_a(a, inputs), d_b(b, inputs);
   kit::GuardedBuffer<float> d_c(expected.size());
   kit::Launch launch;
   kit::remote::expect_queued_on_stream(
@@ -583,6 +631,11 @@ KIT_TEST_P(Matmul, MatchesADoublePrecisionProduct, "coalescing.2", gpu, 1,
                                   kit::Shape::d2(s.m, s.n), launch));
   EXPECT_TRUE(kit::input_unchanged("A", d_a, a));
   EXPECT_TRUE(kit::input_unchanged("B", d_b, b));
+}
+
+KIT_TEST_P(Matmul, MatchesADoublePrecisionProduct, "coalescing.2", gpu, 1,
+           "matmul computes C = A B within a rounding bound that grows with k") {
+  check_matmul(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Matmul,
@@ -843,15 +896,17 @@ struct Rc {
 };
 
 // Runs one transpose launcher on a fresh rows x cols input and checks every element exactly,
-// naming, for a wrong element, which input element landed there instead.
+// naming, for a wrong element, which input element landed there instead; `input` places the
+// input as in check_aos_to_soa.
 template <class TransposeFn>
-void check_transpose(const char* name, TransposeFn transpose, Rc s) {
+void check_transpose(const char* name, TransposeFn transpose, Rc s,
+                     kit::Placement input = kit::Placement::start) {
   auto rng = kit::test_random();
   const auto in = rng.floats(std::size_t(s.rows) * s.cols, -1, 1);
   std::vector<float> expected(in.size());
   for (unsigned r = 0; r < s.rows; ++r)
     for (unsigned c = 0; c < s.cols; ++c) expected[std::size_t(c) * s.rows + r] = in[std::size_t(r) * s.cols + c];
-  kit::DeviceBuffer<float> d_in(in);
+  kit::DeviceBuffer<float> d_in(in, input);
   kit::GuardedBuffer<float> d_out(in.size());
   kit::remote::expect_queued_on_stream(
       d_out.data(), in.size() * sizeof(float),
@@ -968,6 +1023,58 @@ KIT_TEST(TransposeHuge, OffsetsPass2To32, "coalescing.3", timed, 1,
         << ") (launch: " << kit::describe_launch(launch) << ").\n"
         << "Row 65536 of the input, and of the output, starts at 65536 x 65537 > 2^32 - 1. "
         << kWrapAdvice << "\n" << kit::seed_note();
+  }
+}
+
+// ---- Step 4: the kernels under memcheck ---------------------------------------------------------
+
+// A tiled transpose with its input at the end of its allocation: nothing written outside the
+// output, the input unchanged. Its output is checked in step 3 only: without its barrier it is a
+// race, whose outcome under the sanitizer no test may depend on.
+template <class TransposeFn>
+void check_transpose_bounds(const char* name, TransposeFn transpose, Rc s) {
+  auto rng = kit::test_random();
+  const auto in = rng.floats(std::size_t(s.rows) * s.cols, -1, 1);
+  kit::DeviceBuffer<float> d_in(in, kit::Placement::end);
+  kit::GuardedBuffer<float> d_out(in.size());
+  transpose(s.rows, s.cols, d_in.data(), d_out.data(), 0);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto hits = d_out.guard_writes();
+  EXPECT_TRUE(hits.empty()) << name << " out: " << kit::describe_guard_writes(hits, in.size())
+                            << "\n" << kit::seed_note();
+  EXPECT_TRUE(kit::input_unchanged("in", d_in, in));
+}
+
+class CoalescingMemcheck : public kit::GpuTest {};
+
+KIT_TEST(CoalescingMemcheck, NoKernelReadsOutsideItsInputs, "coalescing.4", memcheck, 4,
+         "under memcheck, aos_to_soa, integrate_soa, matmul and the three transposes read "
+         "nothing outside their inputs (each input ends its allocation)") {
+  // Shapes whose inputs are whole multiples of 16 bytes (kit::Placement::end), with threads left
+  // over past the last row and column.
+  constexpr auto kAtEnd = kit::Placement::end;
+  {
+    SCOPED_TRACE("aos_to_soa, 1000 particles");
+    check_aos_to_soa(1000, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("integrate_soa, 1000 particles");
+    check_integrate_soa(1000, kAtEnd);
+  }
+  {
+    SCOPED_TRACE("matmul, A 36 x 20, B 20 x 44");
+    check_matmul({36, 44, 20}, kAtEnd);
+  }
+  constexpr Rc kShape{33, 68};
+  {
+    SCOPED_TRACE("transpose_naive, 33 x 68");
+    check_transpose("transpose_naive", lab03::transpose_naive, kShape, kAtEnd);
+  }
+  for (const auto& [name, transpose] :
+       {std::pair{"transpose_tiled", lab03::transpose_tiled},
+        std::pair{"transpose_padded", lab03::transpose_padded}}) {
+    SCOPED_TRACE(std::string(name) + ", 33 x 68");
+    check_transpose_bounds(name, transpose, kShape);
   }
 }
 
