@@ -118,6 +118,7 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
   if (result.timing_mismatches > 0) {
     // The worker's clock disagreed with the judge's (kit/remote.h): the judge's times were used.
     RecordProperty("timing_mismatches", std::to_string(result.timing_mismatches));
+    RecordProperty("measurements", std::to_string(result.measurements));
     std::printf("[ kit perf ] %d of the student's timed runs took longer by the judge's clock than "
                 "the worker reported; the judge's times were used\n",
                 result.timing_mismatches);
@@ -135,7 +136,10 @@ void PerfTest::expect_ratio_at_least(const Timed& student, const Timed& ceiling,
           ? ""
           : "\n" + std::to_string(result.timing_mismatches) +
                 " timed runs took longer by the judge's clock than your process reported (work "
-                "on another stream, or a timer that lies?): the judge's times were used";
+                "on another stream, or a timer that lies?): the judge's times were used" +
+                (result.measurements > 1
+                     ? " (measured " + std::to_string(result.measurements) + " times, same each time)"
+                     : "");
   EXPECT_TRUE(result.passed) << line.str() << clocks << "\nthe median ratio must be at least "
                              << fixed(bar, 2) << " (threshold '" << threshold_key
                              << "' in " << thresholds_path() << ", section " << section << ")";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -162,8 +163,22 @@ SampledRatio sample_ratio(const std::function<double()>& sample, double threshol
   }
 }
 
-ThroughputComparison compare_throughput(const Timed& student, const Timed& ceiling, double threshold,
-                                        const TimingOptions& options) {
+ThroughputComparison remeasure_while_clocks_disagree(
+    const std::function<ThroughputComparison()>& measure, int attempts,
+    const std::function<void()>& pause) {
+  ThroughputComparison result = measure();
+  for (int made = 1; made < attempts && !result.passed && result.timing_mismatches > 0; ++made) {
+    if (pause) pause();
+    result = measure();
+    result.measurements = made + 1;
+  }
+  return result;
+}
+
+namespace {
+
+ThroughputComparison measure_throughput(const Timed& student, const Timed& ceiling,
+                                        double threshold, const TimingOptions& options) {
   Stream stream;
   L2Flusher flusher;
   EventTimer events;
@@ -212,6 +227,18 @@ ThroughputComparison compare_throughput(const Timed& student, const Timed& ceili
   result.student_rate = student.work / (result.student_ms * 1e-3);
   result.ceiling_rate = ceiling.work / (result.ceiling_ms * 1e-3);
   return result;
+}
+
+}  // namespace
+
+ThroughputComparison compare_throughput(const Timed& student, const Timed& ceiling, double threshold,
+                                        const TimingOptions& options) {
+  return remeasure_while_clocks_disagree(
+      [&] { return measure_throughput(student, ceiling, threshold, options); },
+      kClockMeasurements, [&] {
+        trace("timing: the judge's clock disagreed on a failing verdict: measuring again");
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      });
 }
 
 double median_ms(const std::function<void(cudaStream_t)>& run, int samples, int warmup) {

@@ -240,4 +240,44 @@ TEST(SampleRatio, EveryStopButAClearOneIsTheOldRuleExactly) {
   EXPECT_GT(clear, 500);
 }
 
+// remeasure_while_clocks_disagree: a failing verdict whose judge's clock contradicted the
+// worker's is measured again; a pass, or a failure with the clocks agreeing, is not.
+kit::ThroughputComparison comparison(bool passed, int mismatches) {
+  kit::ThroughputComparison c;
+  c.passed = passed;
+  c.timing_mismatches = mismatches;
+  return c;
+}
+
+TEST(RemeasureWhileClocksDisagree, AMomentaryDisagreementIsMeasuredAgain) {
+  std::vector<kit::ThroughputComparison> results{comparison(false, 10), comparison(true, 0)};
+  int made = 0, pauses = 0;
+  const auto r = kit::remeasure_while_clocks_disagree([&] { return results.at(made++); }, 3,
+                                                      [&] { ++pauses; });
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.timing_mismatches, 0);
+  EXPECT_EQ(r.measurements, 2);
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(pauses, 1);
+}
+
+TEST(RemeasureWhileClocksDisagree, HiddenWorkFailsEveryAttempt) {
+  int made = 0;
+  const auto r = kit::remeasure_while_clocks_disagree([&] { ++made; return comparison(false, 10); });
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.timing_mismatches, 10);
+  EXPECT_EQ(made, kit::kClockMeasurements);
+  EXPECT_EQ(r.measurements, kit::kClockMeasurements);
+}
+
+TEST(RemeasureWhileClocksDisagree, APassOrAnAgreedFailureIsMeasuredOnce) {
+  for (const auto& first : {comparison(true, 4), comparison(false, 0), comparison(true, 0)}) {
+    int made = 0;
+    const auto r = kit::remeasure_while_clocks_disagree([&] { ++made; return first; });
+    EXPECT_EQ(made, 1);
+    EXPECT_EQ(r.measurements, 1);
+    EXPECT_EQ(r.passed, first.passed);
+  }
+}
+
 }  // namespace

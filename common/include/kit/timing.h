@@ -65,6 +65,9 @@ struct ThroughputComparison {
   /// Runs of a remote (worker) call whose event time the judge's clock contradicted, so the
   /// judge's own measurement was used (kit/remote.h, TimedScope): hidden work, tampered timers.
   int timing_mismatches = 0;
+  /// Measurements made: 1, or more where a failing one had timing mismatches and was made again
+  /// (remeasure_while_clocks_disagree()); the fields above are the last one's.
+  int measurements = 1;
 };
 
 /// Times work enqueued on a stream with a pair of CUDA events, reused from one timing to the next;
@@ -136,8 +139,25 @@ std::string describe_stop(const SampledRatio& result, const std::string& unit = 
 SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
                           const TimingOptions& options = {});
 
+/// Measurements of one comparison made in all, at most, when the judge's clock keeps
+/// contradicting the worker's (remeasure_while_clocks_disagree()).
+inline constexpr int kClockMeasurements = 3;
+
+/// Calls `measure` until a result passes or has no timing mismatch, `attempts` times at most,
+/// with `pause` (sleeps `pause_ms` milliseconds) before each new attempt; returns the last
+/// result, its `measurements` set. A judge's round trip to its worker can be held up for a
+/// moment (the CPU, a context switch): then the judge's clock contradicts the worker's on a run
+/// of a kernel that takes a fraction of a millisecond, and the judge's slower time stands in. A
+/// verdict that such a moment would turn from pass to fail is measured again; work hidden on
+/// another stream contradicts the judge's clock in every attempt and is still measured by the
+/// judge. Host code only.
+ThroughputComparison remeasure_while_clocks_disagree(
+    const std::function<ThroughputComparison()>& measure, int attempts = kClockMeasurements,
+    const std::function<void()>& pause = {});
+
 /// Times `student` against `ceiling` (see the file comment) and decides whether the median ratio
-/// of their throughputs is at least `threshold`.
+/// of their throughputs is at least `threshold`; a failing verdict with timing mismatches is
+/// measured again (remeasure_while_clocks_disagree(), 250 ms apart).
 ThroughputComparison compare_throughput(const Timed& student, const Timed& ceiling, double threshold,
                                         const TimingOptions& options = {});
 
