@@ -698,15 +698,19 @@ std::string timeline_problems(const lab07::Timeline& timeline, std::size_t n, in
     }
     const std::size_t size = lab07::chunk_range(n, chunks, c).size();
     for (int s = 0; s < lab07::kStages && size > 0 && check_durations; ++s) {
-      // A chunk's share of a stage takes at least its share of the stage's time alone (sharing
-      // an engine with other chunks only slows it down); half of that leaves room for noise.
-      const double least = 0.5 * alone.ms[s] * static_cast<double>(size) / n;
+      // A chunk's share of a stage takes about its share of the stage's time alone (sharing an
+      // engine with other chunks only slows it down). Stages whose half share is under 0.02 ms
+      // are not checked (launch and event noise). A quarter of the share is the bar: room for
+      // noise and for the judge's copies alone being slower than the worker's (once on an H100
+      // both copies alone took 2.2x as long as in the reference's pipeline, pinned memory in
+      // both processes); events recorded on the wrong stream give a few percent of it.
+      const double share = alone.ms[s] * static_cast<double>(size) / n;
       const double took = stage[s].end_ms - stage[s].start_ms;
-      if (least >= 0.02 && took < least)
+      if (0.5 * share >= 0.02 && took < 0.25 * share)
         problem() << "chunk " << c << "'s " << kNames[s] << " took " << took << " ms, but "
                   << (s == lab07::kKernel ? "its share of the kernel's work"
                                           : "copying its " + mib(size * sizeof(float)))
-                  << " takes about " << 2 * least << " ms on its own: were its events recorded on "
+                  << " takes about " << share << " ms on its own: were its events recorded on "
                   << "the chunk's stream, around the stage's work?\n";
     }
   }
