@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -251,8 +252,12 @@ class LoneTimeoutTest(unittest.TestCase):
         tests = {t.id: t for t in run.tests()}
         starved = tests["Busy.WaitsWhileAKernelSpins"]
         self.assertIs(starved.status, Status.PASSED, starved)
-        self.assertEqual(starved.measurements[runner.REGRADED_KEY],
-                         "timed out beside 2 other timed-out test(s); graded again alone: passed")
+        # Beside the two hangs, at least; on a loaded machine (CI builds beside the unit tests)
+        # the quick test of 02_beta can miss its 1 s limit too, and is then graded again alone.
+        again = re.fullmatch(r"timed out beside (\d+) other timed-out test\(s\); graded again "
+                             r"alone: passed", starved.measurements[runner.REGRADED_KEY])
+        self.assertIsNotNone(again, starved.measurements[runner.REGRADED_KEY])
+        self.assertGreaterEqual(int(again.group(1)), 2)
         for hang in ("Hang.Sleeps", "Hang.SleepsToo"):  # two in one step: a mistake that hangs
             self.assertIs(tests[hang].status, Status.TIMED_OUT)
             self.assertNotIn(runner.REGRADED_KEY, tests[hang].measurements)
@@ -265,8 +270,10 @@ class LoneTimeoutTest(unittest.TestCase):
         hangs = [t for t in lab.tests if t.id.startswith("Hang.")]
         self.assertEqual([t.status for t in hangs], [Status.TIMED_OUT] * 2)
         again = [t.measurements.get(runner.REGRADED_KEY) for t in hangs]
-        self.assertEqual(again, ["timed out beside 1 other timed-out test(s); graded again "
-                                 "alone: timed out after 2 s", None])
+        self.assertIsNone(again[1])
+        # Beside the other hang, at least (a loaded machine can time out the passing test too).
+        self.assertRegex(again[0] or "", r"^timed out beside \d+ other timed-out test\(s\); "
+                                         r"graded again alone: timed out after 2 s$")
 
     def test_a_single_timeout_is_not_graded_again(self) -> None:
         with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass,hang"):
