@@ -241,11 +241,12 @@ TEST(SampleRatio, EveryStopButAClearOneIsTheOldRuleExactly) {
 }
 
 // remeasure_while_clocks_disagree: a failing verdict whose judge's clock contradicted the
-// worker's is measured again; a pass, or a failure with the clocks agreeing, is not.
+// worker's on most runs is measured again; a pass, or a failure with the clocks agreeing, is not.
 kit::ThroughputComparison comparison(bool passed, int mismatches) {
   kit::ThroughputComparison c;
   c.passed = passed;
   c.timing_mismatches = mismatches;
+  c.student_runs = 10;
   return c;
 }
 
@@ -278,6 +279,15 @@ TEST(RemeasureWhileClocksDisagree, APassOrAnAgreedFailureIsMeasuredOnce) {
     EXPECT_EQ(r.measurements, 1);
     EXPECT_EQ(r.passed, first.passed);
   }
+}
+
+TEST(RemeasureWhileClocksDisagree, AFewContradictedRunsEarnNoSecondAttempt) {
+  // A student's code can make a run or two disagree on purpose; that must not buy another try.
+  int made = 0;
+  const auto r = kit::remeasure_while_clocks_disagree([&] { ++made; return comparison(false, 4); });
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(r.measurements, 1);
 }
 
 }  // namespace

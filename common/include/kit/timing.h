@@ -65,6 +65,8 @@ struct ThroughputComparison {
   /// Runs of a remote (worker) call whose event time the judge's clock contradicted, so the
   /// judge's own measurement was used (kit/remote.h, TimedScope): hidden work, tampered timers.
   int timing_mismatches = 0;
+  /// Timed runs of the student's code, warm-up included (of which timing_mismatches).
+  int student_runs = 0;
   /// Measurements made: 1, or more where a failing one had timing mismatches and was made again
   /// (remeasure_while_clocks_disagree()); the fields above are the last one's.
   int measurements = 1;
@@ -143,14 +145,15 @@ SampledRatio sample_ratio(const std::function<double()>& sample, double threshol
 /// contradicting the worker's (remeasure_while_clocks_disagree()).
 inline constexpr int kClockMeasurements = 3;
 
-/// Calls `measure` until a result passes or has no timing mismatch, `attempts` times at most,
-/// with `pause` (sleeps `pause_ms` milliseconds) before each new attempt; returns the last
-/// result, its `measurements` set. A judge's round trip to its worker can be held up for a
-/// moment (the CPU, a context switch): then the judge's clock contradicts the worker's on a run
-/// of a kernel that takes a fraction of a millisecond, and the judge's slower time stands in. A
-/// verdict that such a moment would turn from pass to fail is measured again; work hidden on
-/// another stream contradicts the judge's clock in every attempt and is still measured by the
-/// judge. Host code only.
+/// Calls `measure` again while its result fails with the judge's clock contradicting the worker's
+/// on at least half of the student's runs (student_runs), `attempts` times at most, with `pause`
+/// before each new attempt; returns the last result, its `measurements` set. A judge's round
+/// trip to its worker can be held up for a moment (the CPU, a context switch): then the judge's
+/// clock contradicts the worker's on every run of a kernel that takes a fraction of a
+/// millisecond, and the judge's slower times fail it. Work hidden on another stream contradicts
+/// the judge's clock in every attempt and is still measured by the judge. A few contradicted runs
+/// (which a student's code can cause on purpose) do not earn another attempt, and a majority
+/// puts the judge's slower times in the attempt's median. Host code only.
 ThroughputComparison remeasure_while_clocks_disagree(
     const std::function<ThroughputComparison()>& measure, int attempts = kClockMeasurements,
     const std::function<void()>& pause = {});
