@@ -21,6 +21,10 @@ test the reference passes fails, crashes or times out; it *survives* otherwise. 
 compile is counted apart. A survivor that cannot change any
 result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x only counts up to n, say) is
 marked in ``grader/NN_name/equivalent.json`` with a one-line reason, and is listed, not counted.
+A line that holds a tuning choice (lab 07's chunk and stream counts: the values next to the
+reference's are right answers too) is named in the same file's ``choices`` with its reason; its
+constants become only the degenerate ``0`` and ``1`` (one chunk, one stream), and the report lists
+it.
 
 After a change to the grader, ``--recheck build-mutate/mutation.json`` grades only the survivors of
 that earlier run (found again by their line's text, so moved lines do not lose them): the "after"
@@ -130,8 +134,10 @@ def _strings(code: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r'"(?:\\.|[^"\\])*"', code)]
 
 
-def line_mutants(line: str) -> Iterator[tuple[str, str]]:
-    """(operator, mutated line) for every change the operators make to one line of code."""
+def line_mutants(line: str, choice: bool = False) -> Iterator[tuple[str, str]]:
+    """(operator, mutated line) for every change the operators make to one line of code. On a
+    `choice` line (a tuning choice, equivalent.json's "choices") an integer constant becomes only
+    the degenerate 0 and 1: its neighbours c+1 and c-1 are right answers too."""
     code, comment = _code_part(line)
     if not code.strip() or code.strip().startswith("#"):
         return
@@ -155,8 +161,10 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
         if not outside(m.start()):
             continue
         value = int(m.group(1))
-        for new in sorted({value + 1, value - 1, 0} - {value} - ({-1} if value == 0 else set())):
-            yield "constant", code[:m.start()] + str(new) + code[m.end():] + comment
+        values = {0, 1} if choice else {value + 1, value - 1, 0}
+        for new in sorted(values - {value} - ({-1} if value == 0 else set())):
+            yield ("choice" if choice else "constant",
+                   code[:m.start()] + str(new) + code[m.end():] + comment)
     if _INDEXING.search(code):
         for m in _DROP_TERM.finditer(code):
             if outside(m.start()):
@@ -177,6 +185,7 @@ def line_mutants(line: str) -> Iterator[tuple[str, str]]:
 def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
     """Every mutant of the reference solution's DONE regions, in a stable order."""
     found: list[Mutant] = []
+    choices = load_choices(root, lab)
     for file in lab.student_files:
         path = root / "solutions" / lab.id / file
         if not path.is_file():
@@ -192,7 +201,7 @@ def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
                 continue
             if region is None:
                 continue
-            for operator, after in line_mutants(line):
+            for operator, after in line_mutants(line, (file, _flat(line)) in choices):
                 found.append(Mutant("", file, region, number, operator, line, after))
             moved = _barrier_into_branch(lines, number - 1)
             if moved is not None:
@@ -246,6 +255,21 @@ def load_equivalent(root: Path, lab: Lab) -> dict[tuple[str, str, str], str]:
     return marks
 
 
+def load_choices(root: Path, lab: Lab) -> dict[tuple[str, str], str]:
+    """equivalent.json's "choices": [{"file", "line", "reason"}], the lines that hold a tuning
+    choice (any value near the reference's is a right answer) -> reason by (file, line)."""
+    path = root / "grader" / lab.id / EQUIVALENT_FILE
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    marks = {}
+    for i, item in enumerate(data.get("choices", [])):
+        if not all(isinstance(item.get(k), str) and item[k] for k in ("file", "line", "reason")):
+            raise UsageError(f"{path}: choices[{i}] needs file, line and reason")
+        marks[(item["file"], _flat(item["line"]))] = item["reason"]
+    return marks
+
+
 def write_mutants(root: Path, lab: Lab, mutants: Sequence[Mutant], out_dir: Path) -> None:
     """out_dir/<lab>/<name>/<file> for each mutant (only the mutated file; the others come from
     the solution through the lab's folders) and out_dir/<lab>/names.txt, read by CMake."""
@@ -283,6 +307,8 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
     gpu: bool = False
     total_mutants: int = 0
+    choices: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The lab's tuning-choice lines (load_choices): listed, their constants mutated to 0, 1."""
 
     def count(self, status: str, step: str | None = None) -> int:
         return sum(1 for v in self.verdicts if v.status == status and
@@ -317,11 +343,17 @@ class Report:
                 lines += [f"- `{v.mutant.diff()}` ({v.mutant.operator})"
                           f"{': ' + v.why if v.why else ''}" for v in chosen]
                 lines.append("")
+        if self.choices:
+            lines += ["## Tuning choices (their constants become only 0 and 1)", ""]
+            lines += [f"- `{file}: {line}`: {why}" for (file, line), why in self.choices.items()]
+            lines.append("")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         return {"lab": self.lab.id, "gpu": self.gpu, "score": self.score_line,
                 "mutants": self.total_mutants,
+                "choices": [{"file": f, "line": line, "reason": why}
+                            for (f, line), why in self.choices.items()],
                 "verdicts": [{"name": v.mutant.name, "file": v.mutant.file, "line": v.mutant.line,
                               "step": v.mutant.region, "operator": v.mutant.operator,
                               "diff": v.mutant.diff(), "before": _flat(v.mutant.before),
@@ -438,7 +470,7 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
         chosen = sample(everything, args.sample or None, args.seed)
         drawn = f"{len(chosen)} drawn with seed {args.seed}"
     equivalent = load_equivalent(root, lab)
-    report = Report(lab, total_mutants=len(everything))
+    report = Report(lab, total_mutants=len(everything), choices=load_choices(root, lab))
     marked = [m for m in chosen if m.key() in equivalent]
     to_build = [m for m in chosen if m.key() not in equivalent]
     out.write(f"mutate {lab.id}: {len(everything)} mutants{of_steps}, {drawn}, "

@@ -38,6 +38,14 @@ class LineMutantsTest(unittest.TestCase):
             "  return (n + 256) / 256;", "  return (n + 254) / 256;", "  return (n + 0) / 256;",
             "  return (n + 255) / 257;", "  return (n + 255) / 255;", "  return (n + 255) / 0;"]))
 
+    def test_a_tuning_choice_keeps_only_the_degenerate_constants(self) -> None:
+        line = "  return {4, 4};"
+        got = [(op, m) for op, m in mutate.line_mutants(line, choice=True)]
+        self.assertEqual(sorted(got), sorted([
+            ("choice", "  return {0, 4};"), ("choice", "  return {1, 4};"),
+            ("choice", "  return {4, 0};"), ("choice", "  return {4, 1};")]))
+        self.assertIn(("constant", "  return {5, 4};"), mutants_of(line))
+
     def test_cuda_builtins_and_axes_swap(self) -> None:
         got = [m for _, m in mutants_of("  const int i = blockIdx.x * blockDim.x + threadIdx.x;")]
         self.assertIn("  const int i = threadIdx.x * blockDim.x + threadIdx.x;", got)
@@ -160,6 +168,23 @@ class EnumerateTest(unittest.TestCase):
             path.write_text(json.dumps({"equivalent": [{"file": "a.cpp", "line": "x"}]}))
             with self.assertRaises(Exception):
                 mutate.load_equivalent(root, self.lab)
+
+
+    def test_choices_need_a_reason_and_shape_the_mutants_of_their_line(self) -> None:
+        lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("07")
+        choices = mutate.load_choices(ROOT, lab)
+        self.assertEqual(list(choices), [("streams.cu", "return {4, 4};")])
+        of_line = [m.after.strip() for m in mutate.enumerate_mutants(ROOT, lab)
+                   if m.before.strip() == "return {4, 4};"]
+        self.assertEqual(sorted(of_line), ["return {0, 4};", "return {1, 4};",
+                                           "return {4, 0};", "return {4, 1};"])
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "grader" / lab.id).mkdir(parents=True)
+            (root / "grader" / lab.id / mutate.EQUIVALENT_FILE).write_text(
+                json.dumps({"choices": [{"file": "streams.cu", "line": "return {4, 4};"}]}))
+            with self.assertRaises(Exception):
+                mutate.load_choices(root, lab)
 
 
 class JudgeTest(unittest.TestCase):
