@@ -605,11 +605,13 @@ KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
 }
 
 // Whether run() waited for every stream shows in h_out only when the streams finish far apart.
-// Each chunk here is a kernel of two full waves of blocks (every SM at its thread limit) that runs
-// for milliseconds: a later kernel's blocks start only once the earlier kernel's have all been
-// dispatched, so chunk 2 on stream 2 finishes milliseconds after chunk 0 on stream 0, and a run()
-// that waited only for stream 0 returns with chunks 1 and 2 still poison (the copy the worker takes
-// of h_out at that moment takes well under a millisecond per chunk). The inputs are fixed points of
+// Each chunk here is a kernel of two full waves of blocks (every SM at its thread limit), each wave
+// about 35 ms on an H100 (2^22 dependent steps per thread): a later kernel's blocks start only once
+// the earlier kernel's have all been dispatched, so chunk 2 on stream 2 finishes tens of
+// milliseconds after chunk 0 on stream 0, and a run() that waited only for stream 0 returns with
+// chunks 1 and 2 still poison. The copy the worker takes of h_out at that moment takes about a
+// millisecond; the margin is for a worker that the CPU scheduler holds back for a while, as on a
+// loaded machine. (With 2^18 steps, 4 ms apart, one such run on an H100 found h_out complete.) The inputs are fixed points of
 // one step of work() (x * kWorkScale + kWorkShift rounds back to x: floats within about 1e-4 of 1),
 // so the expected output is the input itself, whatever the number of steps.
 using PipelineWaits = kit::GpuTest;
@@ -618,7 +620,7 @@ KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
          "run() with 3 chunks on 3 streams, each kernel keeping the whole GPU busy for "
          "milliseconds: h_out complete when run() returns, not only stream 0's chunk") {
   constexpr int kChunks = 3;
-  constexpr int kIterations = 1 << 18;
+  constexpr int kIterations = 1 << 22;
   int sms = 0, threads_per_sm = 0;
   KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   KIT_CUDA_CHECK(
