@@ -240,34 +240,31 @@ def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
     return [mutants[i] for i in chosen]
 
 
-def load_equivalent(root: Path, lab: Lab) -> dict[tuple[str, str, str], str]:
-    """grader/NN_name/equivalent.json: [{"file", "line", "mutant", "reason"}] -> reason by key."""
+def _marks(root: Path, lab: Lab, section: str, fields: tuple[str, ...]) -> dict[tuple, str]:
+    """The entries of one list of grader/NN_name/equivalent.json, each a dict of `fields` (all
+    non-empty strings) plus "reason": reason by the tuple of `fields` (lines flattened)."""
     path = root / "grader" / lab.id / EQUIVALENT_FILE
     if not path.is_file():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     marks = {}
-    for i, item in enumerate(data.get("equivalent", [])):
-        if not all(isinstance(item.get(k), str) and item[k] for k in ("file", "line", "mutant",
-                                                                      "reason")):
-            raise UsageError(f"{path}: equivalent[{i}] needs file, line, mutant and reason")
-        marks[(item["file"], _flat(item["line"]), _flat(item["mutant"]))] = item["reason"]
+    for i, item in enumerate(data.get(section, [])):
+        if not all(isinstance(item.get(k), str) and item[k] for k in (*fields, "reason")):
+            raise UsageError(f"{path}: {section}[{i}] needs {', '.join(fields)} and reason")
+        key = tuple(item[k] if k == "file" else _flat(item[k]) for k in fields)
+        marks[key] = item["reason"]
     return marks
+
+
+def load_equivalent(root: Path, lab: Lab) -> dict[tuple[str, str, str], str]:
+    """equivalent.json's "equivalent": [{"file", "line", "mutant", "reason"}] -> reason by key."""
+    return _marks(root, lab, "equivalent", ("file", "line", "mutant"))
 
 
 def load_choices(root: Path, lab: Lab) -> dict[tuple[str, str], str]:
     """equivalent.json's "choices": [{"file", "line", "reason"}], the lines that hold a tuning
     choice (any value near the reference's is a right answer) -> reason by (file, line)."""
-    path = root / "grader" / lab.id / EQUIVALENT_FILE
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    marks = {}
-    for i, item in enumerate(data.get("choices", [])):
-        if not all(isinstance(item.get(k), str) and item[k] for k in ("file", "line", "reason")):
-            raise UsageError(f"{path}: choices[{i}] needs file, line and reason")
-        marks[(item["file"], _flat(item["line"]))] = item["reason"]
-    return marks
+    return _marks(root, lab, "choices", ("file", "line"))
 
 
 def write_mutants(root: Path, lab: Lab, mutants: Sequence[Mutant], out_dir: Path) -> None:
