@@ -142,16 +142,20 @@ template <class T>
 ::testing::AssertionResult output_matches(const std::string& what, const std::vector<T>& expected,
                                           const GuardedBuffer<T>& out, const Tolerance& tol,
                                           const Shape& shape, const Launch& launch) {
+  // KIT_TRACE: what came before (expected values, poison, the kernel), the download, the compare.
+  const bool large = expected.size() >= (1u << 20);
+  if (large) trace("checking " + std::to_string(expected.size()) + " " + what);
   std::string problems;
   const auto hits = out.guard_writes();
   if (!hits.empty()) problems += what + ": " + describe_guard_writes(hits, out.size()) + "\n";
   const std::vector<T> got = out.download();
+  if (large) trace("downloaded " + std::to_string(expected.size()) + " " + what);
   const Comparison cmp = compare_values(expected, got, tol);
   if (!cmp.ok()) {
     problems += describe_mismatches(what, cmp, tol, shape, &launch) + "\n";
     problems += likely_mistake(expected, got, tol, shape, &launch);
   }
-  if (expected.size() >= (1u << 20)) trace("checked " + std::to_string(expected.size()) + " " + what);
+  if (large) trace("checked " + std::to_string(expected.size()) + " " + what);
   if (problems.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << problems << seed_note();
 }
