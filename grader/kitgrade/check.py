@@ -31,7 +31,9 @@ What it checks, lab by lab:
    (GoogleTest's semantics: ``:``-separated patterns with ``*`` and ``?``, and a ``-`` before the
    patterns to leave out).
 4. Known-wrong submissions (instructor copy only): every entry of grader/<lab>/wrong.json is
-   valid, and its edits still apply to the reference solution.
+   valid, and its edits still apply to the reference solution; every entry of
+   grader/<lab>/equivalent.json still fits the solution: each marked mutant is still made, each
+   tuning choice is still a line of a DONE region (kitgrade.mutate.stale_marks).
 5. Agreement. grader/labs.json lists exactly the folders grader/NN_name/ that have a
    CMakeLists.txt; each lab has labs/<lab>/, grader/<lab>/lab.json with its id (the manifest
    loader insists), and its id in docs/mainpage.md and README.md; in the instructor copy it
@@ -53,7 +55,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from . import counters, handout, protocol, regions, runner, thresholds, wrong
+from . import counters, handout, mutate, protocol, regions, runner, thresholds, wrong
 from .build import BuildError, ensure_built
 from .context import Context, ExitCode, default_build_dir
 from .manifest import Lab, Manifest, ManifestError, load_manifest
@@ -170,6 +172,7 @@ def find_problems(root: Path, manifest: Manifest, listings: Listings) -> list[st
         if instructor:
             subs, found = _wrong_submissions(root, lab)
             problems += found
+            problems += mutate.stale_marks(root, lab)
         if listing is not None:
             problems += _filters(lab, subs, listing)
     if table is not None:  # the handout check needs the thresholds too

@@ -267,6 +267,29 @@ def load_choices(root: Path, lab: Lab) -> dict[tuple[str, str], str]:
     return _marks(root, lab, "choices", ("file", "line"))
 
 
+def stale_marks(root: Path, lab: Lab) -> list[str]:
+    """Entries of grader/NN_name/equivalent.json that no longer fit the solution (kit.py check):
+    an equivalent mutant the operators no longer make, a choice line no DONE region holds. Either
+    would stop applying without a word when the solution's line changes."""
+    where = f"grader/{lab.id}/{EQUIVALENT_FILE}"
+    try:
+        equivalent, choices = load_equivalent(root, lab), load_choices(root, lab)
+    except (UsageError, ValueError) as err:
+        return [f"{where}: {err}"]
+    if not equivalent and not choices:
+        return []
+    mutants = enumerate_mutants(root, lab)
+    made = {m.key() for m in mutants}
+    lines = {(m.file, _flat(m.before)) for m in mutants}
+    problems = [f"{where}: the mutant {file}: {after} (of {line}) is no longer made; update the "
+                "entry to the solution's line, or remove it"
+                for (file, line, after) in equivalent if (file, line, after) not in made]
+    problems += [f"{where}: the choice {file}: {line} is no line of a DONE region of the "
+                 "solution; update the entry to the solution's line, or remove it"
+                 for (file, line) in choices if (file, line) not in lines]
+    return problems
+
+
 def write_mutants(root: Path, lab: Lab, mutants: Sequence[Mutant], out_dir: Path) -> None:
     """out_dir/<lab>/<name>/<file> for each mutant (only the mutated file; the others come from
     the solution through the lab's folders) and out_dir/<lab>/names.txt, read by CMake."""

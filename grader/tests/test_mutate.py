@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
@@ -185,6 +186,23 @@ class EnumerateTest(unittest.TestCase):
                 json.dumps({"choices": [{"file": "streams.cu", "line": "return {4, 4};"}]}))
             with self.assertRaises(Exception):
                 mutate.load_choices(root, lab)
+
+
+    def test_marks_that_no_longer_fit_the_solution_are_problems(self) -> None:
+        lab = load_manifest(ROOT / "grader" / "labs.json").find_lab("07")
+        self.assertEqual(mutate.stale_marks(ROOT, lab), [])
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            shutil.copytree(ROOT / "solutions" / lab.id, root / "solutions" / lab.id)
+            (root / "grader" / lab.id).mkdir(parents=True)
+            (root / "grader" / lab.id / mutate.EQUIVALENT_FILE).write_text(json.dumps({
+                "equivalent": [{"file": "streams.cu", "line": "return {4, 4};",
+                                "mutant": "return {4, 9};", "reason": "r"}],
+                "choices": [{"file": "streams.cu", "line": "return {8, 4};", "reason": "r"}]}))
+            problems = mutate.stale_marks(root, lab)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("return {4, 9}; (of return {4, 4};) is no longer made", problems[0])
+        self.assertIn("the choice streams.cu: return {8, 4}; is no line", problems[1])
 
 
 class JudgeTest(unittest.TestCase):
