@@ -379,10 +379,12 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     drain = functools.partial(_drain, finished, on_result)
 
     clock = time.monotonic()
-    labs: list[_Lab | LabResult] = []
-    for target in targets:
-        labs.append(_prepare(target, options, finished.put))
-        drain()
+    # Each lab's listing, inspection and ban check are processes and file reads of its own: the
+    # labs are prepared side by side, and keep their order.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(targets), options.jobs))) as pool:
+        labs: list[_Lab | LabResult] = list(
+            pool.map(lambda target: _prepare(target, options, finished.put), targets))
+    drain()
     clock = _lap(timings, "list", clock)
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
