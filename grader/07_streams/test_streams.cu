@@ -611,9 +611,10 @@ KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
 // milliseconds after chunk 0 on stream 0, and a run() that waited only for stream 0 returns with
 // chunks 1 and 2 still poison. The copy the worker takes of h_out at that moment takes about a
 // millisecond; the margin is for a worker that the CPU scheduler holds back for a while, as on a
-// loaded machine. (With 2^18 steps, 4 ms apart, one such run on an H100 found h_out complete.) The inputs are fixed points of
-// one step of work() (x * kWorkScale + kWorkShift rounds back to x: floats within about 1e-4 of 1),
-// so the expected output is the input itself, whatever the number of steps.
+// loaded machine. (With 2^18 steps, 4 ms apart, one such run on an H100 found h_out complete.)
+// The inputs are fixed points of one step of work() (x * kWorkScale + kWorkShift rounds back to
+// x: floats within about 1e-4 of 1), so the expected output is the input itself, whatever the
+// number of steps.
 using PipelineWaits = kit::GpuTest;
 
 KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
