@@ -37,6 +37,7 @@ finished (whatever the score), 2 usage error, 3 the build of the grader failed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -90,6 +91,7 @@ _INDEXING = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b|\w\[")
 _INDEX_CODE = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|thread_idx|block_idx|block_dim|"
                          r"grid_dim)\b|\w\[")
 _BOUNDS_IF = re.compile(r"^(\s*)if \((.*)\) (?!\{)(.+;)\s*$")
+_BRACED_IF = re.compile(r"^\s*if \(.*\) \{\s*$")
 _DROPPED = re.compile(r"__syncthreads\(\)|cuda(StreamSynchronize|EventSynchronize|StreamWaitEvent|"
                       r"DeviceSynchronize)\(")
 
@@ -213,23 +215,43 @@ def enumerate_mutants(root: Path, lab: Lab) -> list[Mutant]:
 
 
 def _barrier_into_branch(lines: Sequence[str], at: int) -> tuple[int, str, str] | None:
-    """A `__syncthreads();` right after a one-line `if (cond) statement;` (comments between
-    allowed), moved into that branch: the barrier only some threads reach. (first index, the
-    lines as they are, the lines as mutated), or None where the pattern is not there."""
+    """A `__syncthreads();` right after a one-line `if (cond) statement;` or a braced
+    `if (cond) { ... }` (comments between allowed), moved into that branch: the barrier only some
+    threads reach. (first index, the lines as they are, the lines as mutated), or None where the
+    pattern is not there."""
     if lines[at].strip().split("//")[0].strip() != "__syncthreads();":
         return None
     above = at - 1
     while above >= 0 and (not lines[above].strip() or lines[above].strip().startswith("//")):
         above -= 1
-    branch = _BOUNDS_IF.match(_code_part(lines[above])[0]) if above >= 0 else None
-    if branch is None:
-        return None
-    indent, condition, statement = branch.groups()
-    moved = f"{indent}if ({condition}) {{ {statement} __syncthreads(); }}"
+    if above >= 0 and _code_part(lines[above])[0].strip() == "}":
+        # A braced branch: `if (cond) {` ... `}`; the barrier goes in before its closing brace.
+        opening = _opening_of(lines, above)
+        if opening is None or not _BRACED_IF.match(_code_part(lines[opening])[0]):
+            return None
+        closing = lines[above]
+        moved = f"{closing[:len(closing) - len(closing.lstrip())]}__syncthreads(); }}"
+    else:
+        branch = _BOUNDS_IF.match(_code_part(lines[above])[0]) if above >= 0 else None
+        if branch is None:
+            return None
+        indent, condition, statement = branch.groups()
+        moved = f"{indent}if ({condition}) {{ {statement} __syncthreads(); }}"
     gone = lines[at][:len(lines[at]) - len(lines[at].lstrip())] + "// (mutant: moved into the branch above)"
     before = lines[above:at + 1]
     after = [moved, *lines[above + 1:at], gone]
     return above, "\n".join(before), "\n".join(after)
+
+
+def _opening_of(lines: Sequence[str], closing: int) -> int | None:
+    """The line that opens the block the `}` on line `closing` ends (None if there is none)."""
+    depth = 0
+    for i in range(closing, -1, -1):
+        code = _code_part(lines[i])[0]
+        depth += code.count("}") - code.count("{")
+        if depth == 0:
+            return i
+    return None
 
 
 def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
@@ -511,7 +533,10 @@ def _cmd_mutate(args: argparse.Namespace, ctx: Any) -> int:
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False)
     built_at = time.monotonic()
-    targets = {m.name: runner.lab_target(root, build_dir, lab, "student", wrong=m.name)
+    # Each mutant's own step runs its tests first: the likeliest to kill it (first_step).
+    targets = {m.name: dataclasses.replace(
+                   runner.lab_target(root, build_dir, lab, "student", wrong=m.name),
+                   first_step=m.region)
                for m in to_build}
     compiled = [m for m in to_build
                 if targets[m.name].worker is None or targets[m.name].worker.is_file()]

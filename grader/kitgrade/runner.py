@@ -100,6 +100,11 @@ class LabTarget:
     settle: Settle | None = field(default=None, compare=False)
     """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
 
+    first_step: str | None = None
+    """With RunOptions.fail_fast: the correctness tests of this step run first, in a process of
+    their own, and the rest only if they all pass. kit.py mutate names the step a mutant changed,
+    whose tests are the likeliest to kill it, so a kill comes before the other steps' tests."""
+
     def judge_args(self, variant: str) -> list[str]:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
         if self.worker is None:
@@ -307,6 +312,17 @@ class _Lab:
                 left.append(spec)
         return left
 
+    def run_in_turn(self, first: Sequence[protocol.TestSpec],
+                    then: Sequence[protocol.TestSpec]) -> None:
+        """With fail_fast: runs `first`, then `then` only if nothing has failed."""
+        self.run(first)
+        if self.failed():
+            for spec in then:
+                if spec.id not in self.by_id:
+                    self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+        else:
+            self.run(then)
+
     def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1) -> None:
         """Runs `specs` (in the binary's order) in as few processes as they need. With `fanout`
         above 1, a test that times out splits the tests after it over up to `fanout` processes
@@ -391,6 +407,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     work = []
     for lab in graded:
         tests = lab.pending(("host", "gpu"))
+        first = [t for t in tests if t.step == lab.target.first_step]
+        if lab.fail_fast and first and len(first) < len(tests):
+            work.append(functools.partial(lab.run_in_turn, first,
+                                          [t for t in tests if t not in first]))
+            continue
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
         work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
                  for i in range(shards) if tests]

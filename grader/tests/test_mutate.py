@@ -145,6 +145,18 @@ class EnumerateTest(unittest.TestCase):
             solution = (ROOT / "solutions" / lab.id / m.file).read_text()
             self.assertEqual(len(text.split("\n")), len(solution.split("\n")))
 
+    def test_a_barrier_after_a_braced_branch_moves_before_its_closing_brace(self) -> None:
+        lines = ["    if (t < s) {", "      v += p[t + s];", "    }", "    // done",
+                 "    __syncthreads();  // round s"]
+        first, before, after = mutate._barrier_into_branch(lines, 4)
+        self.assertEqual(first, 2)
+        self.assertEqual(after.split("\n"), ["    __syncthreads(); }", "    // done",
+                                              "    // (mutant: moved into the branch above)"])
+        self.assertEqual(before.split("\n"), lines[2:])
+        # A block that is not an if (a loop's body) is left alone.
+        loop = ["    for (;;) {", "      x();", "    }", "    __syncthreads();"]
+        self.assertIsNone(mutate._barrier_into_branch(loop, 3))
+
     def test_written_mutants_differ_from_the_solution_in_their_line_only(self) -> None:
         mutants = mutate.sample(mutate.enumerate_mutants(ROOT, self.lab), 3, 1)
         with tempfile.TemporaryDirectory() as tmp:

@@ -85,7 +85,7 @@ __device__ T block_sum(T v, T* warp_sums) {
 
 template <class T>
 __global__ void reduce_shuffle_kernel(const T* in, T* block_sums, unsigned n) {
-  __shared__ T warp_sums[kReduceBlock / kWarpSize];
+  __shared__ T warp_sums[kReduceWarps];
   // TODO(divergence.2): one element per thread, summed over the block with block_sum.
   (void)warp_sums;
   // END(divergence.2)
@@ -94,7 +94,7 @@ __global__ void reduce_shuffle_kernel(const T* in, T* block_sums, unsigned n) {
 // Version 4: a grid of a fixed size, many elements per thread.
 template <class T>
 __global__ void reduce_grid_stride_kernel(const T* in, T* block_sums, unsigned n) {
-  __shared__ T warp_sums[kReduceBlock / kWarpSize];
+  __shared__ T warp_sums[kReduceWarps];
   // TODO(divergence.2): each thread first adds up elements i, i + G, i + 2G, ... where G is the
   // number of threads in the whole grid (a grid-stride loop), four at a time into four separate
   // sums, so that four loads are in flight at once; then the block sums with block_sum.

@@ -78,6 +78,9 @@ kit::Launch branch_warp_aligned(unsigned n, const float* d_x, float* d_out, cuda
 /// Threads per block of the reduction kernels (a power of two, as the tree reductions need).
 constexpr unsigned kReduceBlock = 256;
 
+/// Warps per block of the reduction kernels: the entries of a block's `warp_sums`.
+constexpr unsigned kReduceWarps = kReduceBlock / kWarpSize;
+
 /// The most per-block partial sums a one-pass grid-stride launch may leave for its final pass.
 constexpr unsigned kMaxReduceGrid = 4096;
 

@@ -11,6 +11,8 @@
 // gives hints one at a time.
 #include "divergence_model.h"
 
+#include <algorithm>
+
 namespace lab05 {
 
 unsigned warps_per_block(unsigned threads_per_block) {

@@ -25,11 +25,11 @@ __host__ __device__ inline unsigned warp_aligned_element(unsigned t, unsigned n)
   // DONE(divergence.1): give whole warps elements of one parity, and every element one thread.
   // Threads come in chunks of 64 (two warps) and so do elements: in a full chunk the first warp
   // takes the 32 even elements and the second warp the 32 odd ones. The last chunk may be short
-  // (len < 64): its first (len + 1) / 2 threads take its even elements, the rest its odd ones,
-  // which splits at most that one warp.
-  const unsigned base = t / 64 * 64;
-  const unsigned len = n - base < 64 ? n - base : 64;
-  const unsigned evens = (len + 1) / 2;
+  // (n - base < 64 elements): its first (n - base + 1) / 2 threads take its even elements, the
+  // rest its odd ones, which splits at most that one warp.
+  const unsigned base = t / 64 * 64;      // this thread's chunk starts at element base
+  const unsigned last = n / 64 * 64;      // the short last chunk, if any, starts here
+  const unsigned evens = base < last ? 32 : (n - base + 1) / 2;  // even elements of the chunk
   const unsigned u = t - base;
   return u < evens ? base + 2 * u : base + 2 * (u - evens) + 1;
   // END(divergence.1)

@@ -51,15 +51,20 @@ __global__ void reduce_interleaved_kernel(const T* in, T* block_sums, unsigned n
   // DONE(divergence.2): load one element per thread into partial[], then in rounds
   // s = 1, 2, 4, ... let thread t add partial[t + s] into partial[t] when t % (2 * s) == 0.
   // Every round must see the previous round complete.
+  // Each thread also keeps its running sum in a register, v: thread 0's ends as the block's total.
   const unsigned t = threadIdx.x;
   const unsigned i = blockIdx.x * blockDim.x + t;
-  partial[t] = i < n ? in[i] : T(0);
+  T v = i < n ? in[i] : T(0);
+  partial[t] = v;
   __syncthreads();  // every value is in shared memory before any thread reads a neighbour's
   for (unsigned s = 1; s < blockDim.x; s *= 2) {
-    if (t % (2 * s) == 0) partial[t] += partial[t + s];
+    if (t % (2 * s) == 0) {
+      v += partial[t + s];
+      partial[t] = v;
+    }
     __syncthreads();  // round s is complete before round 2s reads what it wrote
   }
-  if (t == 0) block_sums[blockIdx.x] = partial[0];
+  if (t == 0) block_sums[blockIdx.x] = v;
   // END(divergence.2)
 }
 
@@ -71,13 +76,17 @@ __global__ void reduce_sequential_kernel(const T* in, T* block_sums, unsigned n)
   // 2, 1 the first s threads add partial[t + s] into partial[t].
   const unsigned t = threadIdx.x;
   const unsigned i = blockIdx.x * blockDim.x + t;
-  partial[t] = i < n ? in[i] : T(0);
+  T v = i < n ? in[i] : T(0);  // this thread's running sum, as in version 1
+  partial[t] = v;
   __syncthreads();  // every value is in shared memory before any thread reads a neighbour's
   for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (t < s) partial[t] += partial[t + s];
+    if (t < s) {
+      v += partial[t + s];
+      partial[t] = v;
+    }
     __syncthreads();  // round s is complete before round s / 2 reads what it wrote
   }
-  if (t == 0) block_sums[blockIdx.x] = partial[0];
+  if (t == 0) block_sums[blockIdx.x] = v;
   // END(divergence.2)
 }
 
@@ -114,7 +123,7 @@ __device__ T block_sum(T v, T* warp_sums) {
 
 template <class T>
 __global__ void reduce_shuffle_kernel(const T* in, T* block_sums, unsigned n) {
-  __shared__ T warp_sums[kReduceBlock / kWarpSize];
+  __shared__ T warp_sums[kReduceWarps];
   // DONE(divergence.2): one element per thread, summed over the block with block_sum.
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   const T v = block_sum(i < n ? in[i] : T(0), warp_sums);
@@ -125,20 +134,25 @@ __global__ void reduce_shuffle_kernel(const T* in, T* block_sums, unsigned n) {
 // Version 4: a grid of a fixed size, many elements per thread.
 template <class T>
 __global__ void reduce_grid_stride_kernel(const T* in, T* block_sums, unsigned n) {
-  __shared__ T warp_sums[kReduceBlock / kWarpSize];
+  __shared__ T warp_sums[kReduceWarps];
   // DONE(divergence.2): each thread first adds up elements i, i + G, i + 2G, ... where G is the
   // number of threads in the whole grid (a grid-stride loop), four at a time into four separate
   // sums, so that four loads are in flight at once; then the block sums with block_sum.
   const unsigned grid_threads = gridDim.x * blockDim.x;
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned first = blockIdx.x * blockDim.x + threadIdx.x;
+  // In a round, every thread of the grid adds four elements, grid_threads apart. The rounds are
+  // counted up front, so no bounds check sits between a round's four loads.
+  const unsigned round = 4 * grid_threads;
+  const unsigned rounds = n / round;
   T a = 0, b = 0, c = 0, d = 0;
-  for (; i + 3 * grid_threads < n; i += 4 * grid_threads) {
+  for (unsigned r = 0; r < rounds; ++r) {
+    const unsigned i = r * round + first;
     a += in[i];
     b += in[i + grid_threads];
     c += in[i + 2 * grid_threads];
     d += in[i + 3 * grid_threads];
   }
-  for (; i < n; i += grid_threads) a += in[i];
+  for (unsigned i = rounds * round + first; i < n; i += grid_threads) a += in[i];  // the rest
   const T v = block_sum((a + b) + (c + d), warp_sums);
   if (threadIdx.x == 0) block_sums[blockIdx.x] = v;
   // END(divergence.2)
@@ -255,50 +269,53 @@ kit::Launch reduce_grid_stride(const float* d_in, unsigned n, float* d_out, floa
 // from reduce_best() below (reduce_two_passes() can launch it), and say how many elements each
 // thread handles per loop iteration.
 
-// Independent accumulators per thread: this many 16-byte loads are in flight before the first
-// addition needs one, instead of one load at a time.
+// Vectors each thread loads back to back before the first addition needs one: this many 16-byte
+// loads are in flight at once, instead of one.
 constexpr unsigned kLoadsInFlight = 4;
 
-// Version 5: version 4 with 16-byte loads (four elements each) and kLoadsInFlight of them issued
+// Version 5: version 4 with 16-byte loads (four elements each), kLoadsInFlight of them issued
 // back to back. `in` must be 16-byte aligned, which cudaMalloc guarantees.
 template <class T>
 __global__ void __launch_bounds__(kReduceBlock)
     reduce_vectorized_kernel(const T* __restrict__ in, T* __restrict__ block_sums, unsigned n) {
-  __shared__ T warp_sums[kReduceBlock / kWarpSize];
+  __shared__ T warp_sums[kReduceWarps];
   using V = typename Vec4<T>::type;
   const V* in4 = reinterpret_cast<const V*>(in);
   const unsigned n4 = n / 4;  // whole vectors; the last n % 4 elements are added one by one
   const unsigned grid_threads = gridDim.x * blockDim.x;
   const unsigned first = blockIdx.x * blockDim.x + threadIdx.x;
+  // In a round, every thread of the grid loads kLoadsInFlight vectors, grid_threads apart. The
+  // rounds are counted up front, so nothing in a round waits on a bounds check between loads.
+  const unsigned round = kLoadsInFlight * grid_threads;
+  const unsigned rounds = n4 / round;
 
   T acc[kLoadsInFlight] = {};
-  unsigned i = first;
-  for (; i + (kLoadsInFlight - 1) * grid_threads < n4; i += kLoadsInFlight * grid_threads) {
+  for (unsigned r = 0; r < rounds; ++r) {
     V v[kLoadsInFlight];
 #pragma unroll
-    for (unsigned k = 0; k < kLoadsInFlight; ++k) v[k] = in4[i + k * grid_threads];  // loads first
+    for (unsigned k = 0; k < kLoadsInFlight; ++k) v[k] = in4[r * round + k * grid_threads + first];
 #pragma unroll
     for (unsigned k = 0; k < kLoadsInFlight; ++k) acc[k] += (v[k].x + v[k].y) + (v[k].z + v[k].w);
   }
-  for (; i < n4; i += grid_threads) {
-    const V v = in4[i];
-    acc[0] += (v.x + v.y) + (v.z + v.w);
-  }
-  if (4 * n4 + first < n) acc[0] += in[4 * n4 + first];
-
-  T v = acc[0];
+  T sum = acc[0];
 #pragma unroll
-  for (unsigned k = 1; k < kLoadsInFlight; ++k) v += acc[k];
-  v = block_sum(v, warp_sums);
-  if (threadIdx.x == 0) block_sums[blockIdx.x] = v;
+  for (unsigned k = 1; k < kLoadsInFlight; ++k) sum += acc[k];
+  // The vectors after the last whole round, one per trip, then the last n % 4 elements.
+  for (unsigned i = rounds * round + first; i < n4; i += grid_threads) {
+    const V v = in4[i];
+    sum += (v.x + v.y) + (v.z + v.w);
+  }
+  if (4 * n4 + first < n) sum += in[4 * n4 + first];
+  sum = block_sum(sum, warp_sums);
+  if (threadIdx.x == 0) block_sums[blockIdx.x] = sum;
 }
 // END(divergence.perf)
 
 template <class T>
 kit::Launch reduce_best_of(const T* d_in, unsigned n, T* d_out, T* d_scratch, cudaStream_t stream) {
   // DONE(divergence.perf): optional. Launch your faster reduction here.
-  return reduce_two_passes<T>(reduce_vectorized_kernel<T>, "reduce_vectorized_kernel",
-                              4 * kLoadsInFlight, d_in, n, d_out, d_scratch, stream);
+  return reduce_two_passes<T>(reduce_vectorized_kernel<T>, "reduce_vectorized_kernel", 16, d_in,
+                              n, d_out, d_scratch, stream);
   // END(divergence.perf)
 }
 

@@ -11,6 +11,8 @@
 // gives hints one at a time.
 #include "divergence_model.h"
 
+#include <algorithm>
+
 namespace lab05 {
 
 unsigned warps_per_block(unsigned threads_per_block) {
@@ -29,7 +31,7 @@ BranchStats analyze_branch(unsigned blocks, unsigned threads_per_block,
   for (unsigned block = 0; block < blocks; ++block) {
     for (unsigned warp = 0; warp < warps; ++warp) {
       const unsigned first = warp * kWarpSize;
-      const unsigned end = first + kWarpSize < threads_per_block ? first + kWarpSize : threads_per_block;
+      const unsigned end = std::min(first + kWarpSize, threads_per_block);
       unsigned taken = 0;
       for (unsigned thread = first; thread < end; ++thread) taken += condition(block, thread) ? 1 : 0;
       const unsigned lanes = end - first;
