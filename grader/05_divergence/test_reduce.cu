@@ -250,20 +250,6 @@ KIT_TEST(ReduceMemcheck, NoVersionTouchesMemoryOutsideItsArrays, "divergence.2",
   }
 }
 
-// The same under synccheck: a __syncthreads() that only some threads of a block reach (moved into
-// the `if (t < s)` of a round, say) is undefined behaviour, yet often gives the right sum on the
-// GPU; synccheck reports the block or warp that reaches it divided.
-class ReduceSynccheck : public kit::GpuTest {};
-
-KIT_TEST(ReduceSynccheck, EveryBarrierReachedByTheWholeBlock, "divergence.2", synccheck, 1,
-         "under synccheck, every version sums 1 to 2^20 + 7 ints, and every thread of a block "
-         "reaches each __syncthreads()") {
-  for (const Version& version : kLadder) {
-    SCOPED_TRACE(version.name);
-    check_sums<int>(version.for_int, version.name);
-  }
-}
-
 // ---- Performance: reduce_best against CUB ---------------------------------------------------------
 
 class ReduceBestInt : public kit::GpuTest {};
