@@ -317,11 +317,15 @@ class _Lab:
         """With fail_fast: runs `first`, then `then` only if nothing has failed."""
         self.run(first)
         if self.failed():
-            for spec in then:
-                if spec.id not in self.by_id:
-                    self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            self.leave_unrun(then)
         else:
             self.run(then)
+
+    def leave_unrun(self, specs: Sequence[protocol.TestSpec]) -> None:
+        """With fail_fast, after a failure: the tests of `specs` not yet run are not run."""
+        for spec in specs:
+            if spec.id not in self.by_id:
+                self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
 
     def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1) -> None:
         """Runs `specs` (in the binary's order) in as few processes as they need. With `fanout`
@@ -346,8 +350,7 @@ class _Lab:
                            stop=stop)
         left = [s for s in specs if s.id not in self.by_id]
         if self.fail_fast and self.failed():
-            for spec in left:
-                self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            self.leave_unrun(left)
             return
         left = self.drop_settled(left)
         timed_out = any(self.by_id[s.id].status is Status.TIMED_OUT for s in specs
@@ -408,9 +411,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     for lab in graded:
         tests = lab.pending(("host", "gpu"))
         first = [t for t in tests if t.step == lab.target.first_step]
-        if lab.fail_fast and first and len(first) < len(tests):
-            work.append(functools.partial(lab.run_in_turn, first,
-                                          [t for t in tests if t not in first]))
+        then = [t for t in tests if t.step != lab.target.first_step]
+        if lab.fail_fast and first and then:
+            work.append(functools.partial(lab.run_in_turn, first, then))
             continue
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
         work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
@@ -423,18 +426,17 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     work = []
     tool = sanitizer.find_sanitizer()
     for lab in graded:
-        for spec in lab.pending(SANITIZER_TOOLS):
-            if lab.fail_fast and lab.failed():
-                lab.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
-            else:
-                work.append(functools.partial(lab.run_sanitized, spec, tool, gpu_available))
+        if lab.fail_fast and lab.failed():
+            lab.leave_unrun(lab.pending(SANITIZER_TOOLS))
+        else:
+            work += [functools.partial(lab.run_sanitized, spec, tool, gpu_available)
+                     for spec in lab.pending(SANITIZER_TOOLS)]
     _side_by_side(work, min(options.jobs, SANITIZER_SESSIONS), finished, on_result)
     clock = _lap(timings, "sanitizer", clock)
 
     for lab in graded:
         if lab.fail_fast and lab.failed():
-            for spec in lab.pending(("timed",)):
-                lab.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
+            lab.leave_unrun(lab.pending(("timed",)))
         else:
             lab.run(lab.pending(("timed",)))
         drain()
