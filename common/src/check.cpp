@@ -1,5 +1,7 @@
 #include "kit/check.h"
 
+#include "driver_vmm.h"
+
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -54,6 +56,15 @@ void device_release(void* p) noexcept {
 }
 std::size_t device_extent(std::size_t bytes) { return allocator.extent(bytes); }
 DeviceAllocator set_device_allocator(DeviceAllocator a) { return std::exchange(allocator, a); }
+
+void fill_device_words(void* p, std::uint32_t bits, std::size_t count) {
+  if (count == 0) return;
+  static const auto memset_words = vmm::entry<decltype(&::cuMemsetD32)>("cuMemsetD32");
+  vmm::check(memset_words(reinterpret_cast<CUdeviceptr>(p), bits, count), "cuMemsetD32");
+  // The memset runs on the default stream and may return before it is done: wait for that
+  // stream, and no other, as the cudaMemcpy of a host-side fill waited.
+  KIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
 }  // namespace detail
 
 }  // namespace kit

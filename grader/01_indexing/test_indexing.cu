@@ -15,6 +15,7 @@
 
 #include "indexing.h"
 #include "kit/check.h"
+#include "kit/parallel.h"
 #include "kit/remote.h"
 #include "remote.h"
 #include "kit/test.h"
@@ -471,7 +472,10 @@ KIT_TEST(IndexingPerf, SaxpyFastRunsNearCopyBandwidth, "indexing.perf", perf, 10
   // fresh inputs after, so a kernel that skips or caches work is caught).
   auto check = [&](const char* when) {
     std::vector<float> expected(n);
-    for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * x[i] + y[i]);
+    kit::parallel_parts(n, kit::part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        expected[i] = static_cast<float>(double(a) * x[i] + y[i]);
+    });
     d_out.poison();
     const kit::Launch launch = lab01::saxpy_fast(n, a, d_x.data(), d_y.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());

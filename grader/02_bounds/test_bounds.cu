@@ -20,6 +20,7 @@
 #include "kit/check.h"
 #include "kit/device_info.h"
 #include "kit/huge.h"
+#include "kit/parallel.h"
 #include "kit/test.h"
 #include "remote.h"
 
@@ -499,7 +500,10 @@ KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
   // fresh inputs after, so a kernel that skips or caches work is caught).
   auto check = [&](const char* when) {
     std::vector<float> expected(n);
-    for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * in[i] + b);
+    kit::parallel_parts(n, kit::part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        expected[i] = static_cast<float>(double(a) * in[i] + b);
+    });
     d_out.poison();
     const kit::Launch launch = lab02::scale_shift_fast(n, a, b, d_in.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +47,10 @@ void device_release(void* p) noexcept;
 std::size_t device_extent(std::size_t bytes);
 /// Installs `allocator` and returns the one it replaces.
 DeviceAllocator set_device_allocator(DeviceAllocator allocator);
+/// Sets `count` 32-bit words of device memory from `p` on to `bits`, on the device (the driver's
+/// cuMemsetD32) on the default stream, and returns once that stream has written them: a poison
+/// fill of hundreds of MiB without a host copy of it, ordered as a cudaMemcpy would be.
+void fill_device_words(void* p, std::uint32_t bits, std::size_t count);
 }  // namespace detail
 
 }  // namespace kit
