@@ -202,6 +202,18 @@ __global__ void check_huge_deep(const float* c, unsigned n, unsigned k, std::uin
   }
 }
 
+// C (m x 1) of A (m x k) times B (k x 1) where B is 1/4 at 0, 1 at k - 1 and 0 elsewhere:
+// C(r, 0) = a(r, 0) / 4 + a(r, k - 1), exact in float whatever the order of the sum.
+__global__ void check_huge_rows(const float* c, unsigned m, unsigned k, std::uint32_t seed_a,
+                                unsigned long long* wrong) {
+  for (std::size_t row = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; row < m;
+       row += std::size_t{gridDim.x} * blockDim.x) {
+    const float want = 0.25f * kit::index_value(row * k, seed_a) +
+                       kit::index_value(row * k + k - 1, seed_a);
+    if (!(c[row] == want)) kit::note_wrong(wrong, row);
+  }
+}
+
 // out (cols x rows) must be the transpose of an input (rows x cols) filled with index_value.
 __global__ void check_huge_transpose(const float* out, unsigned rows, unsigned cols,
                                      std::uint32_t seed, unsigned long long* wrong) {
@@ -647,9 +659,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul,
                                   std::to_string(info.param.n) + "_k" + std::to_string(info.param.k);
                          });
 
-// Two products past 2^32: C of 65537 x 65537 (a row offset row * n passes 2^32 - 1 in the last
-// row), and B of 65537 x 65537 (the offset i * n of B's row i passes it in the last term of the
-// sum). 16 GiB each, one after the other.
+// Three products past 2^32: C of 65537 x 65537 (a row offset row * n passes 2^32 - 1 in the last
+// row), B of 65537 x 65537 (the offset i * n of B's row i passes it in the last term of the sum)
+// and A of 65537 x 65537 (the offset row * k of A's last row passes it). 16 GiB each, one after
+// the other.
 constexpr unsigned kHugeSide = (1u << 16) + 1;
 
 __global__ void deep_a(float* a, unsigned k) {  // 1/4 at 0, 1 at k - 1, 0 elsewhere
@@ -660,8 +673,9 @@ __global__ void deep_a(float* a, unsigned k) {  // 1/4 at 0, 1 at k - 1, 0 elsew
 class MatmulHuge : public kit::GpuTest {};
 
 KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
-         "matmul of 65537 x 1 by 1 x 65537 (C of 16 GiB) and of 1 x 65537 by 65537 x 65537 (B of "
-         "16 GiB): offsets past 2^32 reach the right elements") {
+         "matmul of 65537 x 1 by 1 x 65537 (C of 16 GiB), of 1 x 65537 by 65537 x 65537 (B of "
+         "16 GiB) and of 65537 x 65537 by 65537 x 1 (A of 16 GiB): offsets past 2^32 reach the "
+         "right elements") {
   const std::size_t side = kHugeSide, big = side * side;
   KIT_NEEDS_DEVICE_MEMORY(big * sizeof(float));
   auto rng = kit::test_random();
@@ -702,6 +716,25 @@ KIT_TEST(MatmulHuge, OffsetsPass2To32, "coalescing.2", timed, 1,
         << wrong.count << " of " << side << " elements of C wrong, the first C(0, " << wrong.first
         << ") (launch: " << kit::describe_launch(launch) << ").\n"
         << "Row 65536 of B starts at 65536 x 65537 > 2^32 - 1. " << kWrapAdvice << "\n"
+        << kit::seed_note();
+  }
+  if (HasFailure()) return;
+  {
+    SCOPED_TRACE("C = A B with A 65537 x 65537, B 65537 x 1: C(r, 0) = a(r, 0) / 4 + a(r, 65536)");
+    kit::DeviceBuffer<float> d_a(big), d_b(side), d_c(side);
+    kit::fill_index_values(d_a.data(), big, seed_a);
+    deep_a<<<64, 256>>>(d_b.data(), kHugeSide);  // the same 1/4, 0, ..., 0, 1 as a column
+    KIT_CHECK_LAUNCH("deep_a");
+    kit::poison_floats(d_c.data(), side);
+    const kit::Launch launch =
+        lab03::matmul(kHugeSide, 1, kHugeSide, d_a.data(), d_b.data(), d_c.data());
+    const kit::WrongCount wrong = kit::count_wrong([&](unsigned long long* w) {
+      check_huge_rows<<<64, kit::kHugeThreads>>>(d_c.data(), kHugeSide, kHugeSide, seed_a, w);
+    });
+    EXPECT_EQ(wrong.count, 0ull)
+        << wrong.count << " of " << side << " elements of C wrong, the first C(" << wrong.first
+        << ", 0) (launch: " << kit::describe_launch(launch) << ").\n"
+        << "Row 65536 of A starts at 65536 x 65537 > 2^32 - 1. " << kWrapAdvice << "\n"
         << kit::seed_note();
   }
 }

@@ -16,11 +16,12 @@ Each mutant is built like a known-wrong submission (its own student library and 
 build directory ``build-mutate/``; the judge and ``common/`` are built once, and the mutants
 build in parallel) and graded by the lab's grader beside the reference, with one seed: the host
 tests of every mutant first, then, with a GPU, the rest for the mutants still alive, each mutant
-stopping at its first failure (runner.RunOptions.fail_fast, kinds). A mutant is *killed* when a
-test the reference passes fails, crashes or times out; it *survives* otherwise. One that does not
-compile is counted apart. A survivor that cannot change any
-result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x only counts up to n, say) is
-marked in ``grader/NN_name/equivalent.json`` with a one-line reason, and is listed, not counted.
+stopping at its first failure, the tests of the step it changed first (runner.RunOptions.fail_fast,
+kinds, LabTarget.first_step). A mutant is *killed* when a test the reference passes fails,
+crashes or times out; it *survives* otherwise. One that does not compile is counted apart. A
+survivor that cannot change any result (an *equivalent* mutant: ``x < n`` and ``x != n`` where x
+only counts up to n, say) is marked in ``grader/NN_name/equivalent.json`` with a one-line reason,
+and is listed, not counted.
 A line that holds a tuning choice (lab 07's chunk and stream counts: the values next to the
 reference's are right answers too) is named in the same file's ``choices`` with its reason; its
 constants become only the degenerate ``0`` and ``1`` (one chunk, one stream), and the report lists

@@ -160,10 +160,12 @@ class ErasedVerdictsTest(unittest.TestCase):
 class FailFastAndKindsTest(unittest.TestCase):
     """kit.py mutate's options: stop a lab at its first failure; run only some kinds."""
 
-    def run_lab(self, options: runner.RunOptions, **env: str) -> dict[str, TestResult]:
+    def run_lab(self, options: runner.RunOptions, first_step: str | None = None,
+                **env: str) -> dict[str, TestResult]:
         with tempfile.TemporaryDirectory() as tmp, fake_env(**env):
             target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(Path(tmp) / "bin",
-                                                                             "01_alpha"))
+                                                                             "01_alpha"),
+                                      first_step=first_step)
             return {t.id: t for t in runner.run([target], options).labs[0].tests}
 
     def test_fail_fast_leaves_the_tests_after_a_failure_unrun(self) -> None:
@@ -179,25 +181,16 @@ class FailFastAndKindsTest(unittest.TestCase):
     def test_first_step_runs_its_tests_before_the_others(self) -> None:
         # kit.py mutate: the mutated step first. Host.Fails (step 1) would stop Gpu.Works
         # (step 2) with fail fast; with step 2 first, Gpu.Works runs, and in its own process.
-        env = {"FAKE_GPU": "1", "FAKE_TESTS": "pass,fail,gpu"}
-        with tempfile.TemporaryDirectory() as tmp, fake_env(**env):
-            target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(Path(tmp) / "bin",
-                                                                             "01_alpha"),
-                                      first_step="alpha.2")
-            tests = {t.id: t for t in runner.run([target], runner.RunOptions(
-                "student", SEED, 1, fail_fast=True)).labs[0].tests}
+        tests = self.run_lab(runner.RunOptions("student", SEED, 1, fail_fast=True), "alpha.2",
+                             FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu")
         self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
         self.assertIs(tests["Host.Fails"].status, Status.FAILED)
         self.assertNotEqual(tests["Gpu.Works"].measurements.get("pid"),
                             tests["Host.Passes"].measurements.get("pid"))
 
     def test_a_failure_in_the_first_step_leaves_the_others_unrun(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu"):
-            target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(Path(tmp) / "bin",
-                                                                             "01_alpha"),
-                                      first_step="alpha.1")
-            tests = {t.id: t for t in runner.run([target], runner.RunOptions(
-                "student", SEED, 1, fail_fast=True)).labs[0].tests}
+        tests = self.run_lab(runner.RunOptions("student", SEED, 1, fail_fast=True), "alpha.1",
+                             FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu")
         self.assertIs(tests["Host.Fails"].status, Status.FAILED)
         self.assertEqual((tests["Gpu.Works"].status, tests["Gpu.Works"].reason),
                          (Status.NOT_RUN, runner.FAIL_FAST_REASON))
