@@ -144,6 +144,7 @@ class GuardedBuffer {
   explicit GuardedBuffer(std::size_t n) : n_(n), storage_(n + 2 * kGuard) { poison(); }
 
   T* data() noexcept { return storage_.data() + kGuard; }
+  const T* data() const noexcept { return storage_.data() + kGuard; }
   std::size_t size() const noexcept { return n_; }
 
   /// Poisons the output and re-arms both guards. 32-bit elements are filled on the device

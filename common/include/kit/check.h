@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -51,6 +52,13 @@ DeviceAllocator set_device_allocator(DeviceAllocator allocator);
 /// cuMemsetD32) on the default stream, and returns once that stream has written them: a poison
 /// fill of hundreds of MiB without a host copy of it, ordered as a cudaMemcpy would be.
 void fill_device_words(void* p, std::uint32_t bits, std::size_t count);
+/// Copies `bytes` of device memory from `device` to the host in chunks through one pinned buffer
+/// of the process (kStageBytes, made on first use), and hands each chunk to `visit` (the chunk,
+/// its offset in bytes, its size in bytes) until `visit` returns false: a large output read at
+/// the speed of pinned memory, without a host copy of all of it. One caller at a time.
+void download_staged(const void* device, std::size_t bytes,
+                     const std::function<bool(const void*, std::size_t, std::size_t)>& visit);
+inline constexpr std::size_t kStageBytes = std::size_t{32} << 20;
 }  // namespace detail
 
 }  // namespace kit
