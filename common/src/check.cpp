@@ -1,6 +1,10 @@
 #include "kit/check.h"
 
+#include "driver_vmm.h"
+
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -54,6 +58,29 @@ void device_release(void* p) noexcept {
 }
 std::size_t device_extent(std::size_t bytes) { return allocator.extent(bytes); }
 DeviceAllocator set_device_allocator(DeviceAllocator a) { return std::exchange(allocator, a); }
+
+void fill_device_words(void* p, std::uint32_t bits, std::size_t count) {
+  if (count == 0) return;
+  static const auto memset_words = vmm::entry<decltype(&::cuMemsetD32)>("cuMemsetD32");
+  vmm::check(memset_words(reinterpret_cast<CUdeviceptr>(p), bits, count), "cuMemsetD32");
+  // The memset runs on the default stream and may return before it is done: wait for that
+  // stream, and no other, as the cudaMemcpy of a host-side fill waited.
+  KIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
+
+void download_staged(const void* device, std::size_t bytes,
+                     const std::function<bool(const void*, std::size_t, std::size_t)>& visit) {
+  static std::mutex busy;
+  static void* stage = nullptr;  // lives as long as the process, like its CUDA context
+  const std::lock_guard<std::mutex> lock(busy);
+  if (stage == nullptr) KIT_CUDA_CHECK(cudaMallocHost(&stage, kStageBytes));
+  for (std::size_t offset = 0; offset < bytes; offset += kStageBytes) {
+    const std::size_t size = std::min(kStageBytes, bytes - offset);
+    KIT_CUDA_CHECK(cudaMemcpy(stage, static_cast<const char*>(device) + offset, size,
+                              cudaMemcpyDeviceToHost));
+    if (!visit(stage, offset, size)) return;
+  }
+}
 }  // namespace detail
 
 }  // namespace kit

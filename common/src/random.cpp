@@ -37,12 +37,11 @@ Random Random::for_name(const std::string& name) {
 
 template <class T, class Draw>
 void Random::fill(std::vector<T>& values, const Draw& draw) {
-  const std::uint64_t base = state_;
   const std::size_t n = values.size();
+  const std::uint64_t base = advance(n);
   parallel_parts(n, part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) values[i] = draw(mix(base + (i + 1) * kStep));
+    for (std::size_t i = begin; i < end; ++i) values[i] = draw(value_after(base, i + 1));
   });
-  state_ = base + n * kStep;
 }
 
 std::vector<float> Random::floats(std::size_t n, float lo, float hi) {

@@ -51,4 +51,16 @@ TEST(Random, LargeDrawsOnSeveralCoresAreTheDrawsOfOneLoop) {
   EXPECT_EQ(bulk.next_u64(), one_by_one.next_u64()) << "the state after the draws differs";
 }
 
+TEST(Random, AdvanceSkipsTheDrawsThatValueAfterComputes) {
+  // kit/device_check.h draws on the device from advance()'s state with value_after(): the same
+  // values as floats(), and the generator ends in the same state.
+  kit::Random host(77), device(77);
+  const auto floats = host.floats(5000, -1.0f, 1.0f);
+  const std::uint64_t base = device.advance(floats.size());
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    ASSERT_EQ(floats[i], kit::Random::to_uniform(kit::Random::value_after(base, i + 1), -1.0f, 1.0f))
+        << "float " << i;
+  EXPECT_EQ(host.next_u64(), device.next_u64()) << "the state after the draws differs";
+}
+
 }  // namespace

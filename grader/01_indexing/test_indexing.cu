@@ -15,6 +15,7 @@
 
 #include "indexing.h"
 #include "kit/check.h"
+#include "kit/device_check.h"
 #include "kit/remote.h"
 #include "remote.h"
 #include "kit/test.h"
@@ -456,26 +457,40 @@ INSTANTIATE_TEST_SUITE_P(Sizes, SaxpyFast,
 
 using IndexingPerf = kit::PerfTest;
 
+// The expected a*x+y of the perf test, computed by the grader on the device as the CPU does (in
+// double, rounded once to float; no fused multiply-add).
+__global__ void grader_saxpy_expected(unsigned n, float a, const float* x, const float* y,
+                                      float* out) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = static_cast<float>(__dadd_rn(__dmul_rn(double(a), double(x[i])), double(y[i])));
+}
+
 KIT_TEST(IndexingPerf, SaxpyFastRunsNearCopyBandwidth, "indexing.perf", perf, 10,
          "saxpy_fast moves its bytes at a large fraction of the device copy bandwidth, same run") {
-  // 3 x 256 MiB: far larger than any L2, so every run streams from device memory.
+  // 3 x 256 MiB: far larger than any L2, so every run streams from device memory. Inputs are drawn
+  // and the output checked on the device (kit/device_check.h).
   const unsigned n = 1u << 26;
   auto rng = kit::test_random();
   auto a = rng.uniform(-2, 2);
-  const auto x = rng.floats(n, -1, 1);
-  auto y = rng.floats(n, -1, 1);
-  kit::DeviceBuffer<float> d_x(x), d_y(y), d_copy(n);
+  kit::DeviceBuffer<float> d_x(n), d_y(n), d_copy(n), d_expected(n);
+  kit::DeviceDraw x = kit::draw_floats(rng, d_x, -1, 1);
+  kit::DeviceDraw y = kit::draw_floats(rng, d_y, -1, 1);
   kit::GuardedBuffer<float> d_out(n);
 
   // The timed kernel must compute the right thing at this size too, before and after timing (on
   // fresh inputs after, so a kernel that skips or caches work is caught).
   auto check = [&](const char* when) {
-    std::vector<float> expected(n);
-    for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * x[i] + y[i]);
+    grader_saxpy_expected<<<kit::kDeviceCheckBlocks, kit::kDeviceCheckThreads>>>(
+        n, a, d_x.data(), d_y.data(), d_expected.data());
+    KIT_CHECK_LAUNCH("grader_saxpy_expected");
+    kit::spot_check(d_expected, rng, [&](std::size_t i) {
+      return static_cast<float>(double(a) * x.at(i) + y.at(i));
+    });
     d_out.poison();
     const kit::Launch launch = lab01::saxpy_fast(n, a, d_x.data(), d_y.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", expected, d_out,
+    EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", d_expected, d_out,
                                     kSumTolerance, kit::Shape::d1(n), launch));
   };
   check("before timing");
@@ -487,9 +502,11 @@ KIT_TEST(IndexingPerf, SaxpyFastRunsNearCopyBandwidth, "indexing.perf", perf, 10
   expect_ratio_at_least(student, kit::device_copy_ceiling(d_x.data(), d_copy.data(), n * 4ull),
                         "indexing.saxpy_vs_device_copy", "GB/s", 1e-9);
 
+  // Every input drawn again: the expected values come from the inputs as drawn, before the call,
+  // so no state a timed call left behind (in its inputs or elsewhere) can match them.
   a = rng.uniform(-2, 2);
-  y = rng.floats(n, -1, 1);
-  d_y.upload(y);
+  x = kit::draw_floats(rng, d_x, -1, 1);
+  y = kit::draw_floats(rng, d_y, -1, 1);
   check("after timing, fresh inputs");
 }
 

@@ -20,6 +20,7 @@
 #include "kit/check.h"
 #include "kit/device_info.h"
 #include "kit/huge.h"
+#include "kit/device_check.h"
 #include "kit/test.h"
 #include "remote.h"
 
@@ -483,27 +484,40 @@ KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", t
 
 using BoundsPerf = kit::PerfTest;
 
+// The expected a*x+b of the perf test, computed by the grader on the device as the CPU does (in
+// double, rounded once to float; no fused multiply-add).
+__global__ void grader_scale_shift_expected(unsigned n, float a, float b, const float* in,
+                                            float* out) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = static_cast<float>(__dadd_rn(__dmul_rn(double(a), double(in[i])), double(b)));
+}
+
 KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
          "scale_shift_fast moves its bytes at a large fraction of the device copy bandwidth, "
          "same run") {
   // 2 x 256 MiB: more than 5 times the L2 cache of any current GPU, so every run streams from
-  // device memory.
+  // device memory. The input is drawn and the output checked on the device (kit/device_check.h).
   const unsigned n = 1u << 26;
   auto rng = kit::test_random();
   float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
-  auto in = rng.floats(n, -1, 1);
-  kit::DeviceBuffer<float> d_in(in), d_copy(n);
+  kit::DeviceBuffer<float> d_in(n), d_copy(n), d_expected(n);
+  kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
   kit::GuardedBuffer<float> d_out(n);
 
   // The timed kernel must compute the right thing at this size too, before and after timing (on
   // fresh inputs after, so a kernel that skips or caches work is caught).
   auto check = [&](const char* when) {
-    std::vector<float> expected(n);
-    for (unsigned i = 0; i < n; ++i) expected[i] = static_cast<float>(double(a) * in[i] + b);
+    grader_scale_shift_expected<<<kit::kDeviceCheckBlocks, kit::kDeviceCheckThreads>>>(
+        n, a, b, d_in.data(), d_expected.data());
+    KIT_CHECK_LAUNCH("grader_scale_shift_expected");
+    kit::spot_check(d_expected, rng, [&](std::size_t i) {
+      return static_cast<float>(double(a) * in.at(i) + b);
+    });
     d_out.poison();
     const kit::Launch launch = lab02::scale_shift_fast(n, a, b, d_in.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", expected, d_out,
+    EXPECT_TRUE(kit::output_matches(std::string("out (") + when + ")", d_expected, d_out,
                                     kScaleShiftTolerance, kit::Shape::d1(n), launch));
   };
   check("before timing");
@@ -517,10 +531,11 @@ KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
   expect_ratio_at_least(student, kit::device_copy_ceiling(d_in.data(), d_copy.data(), n * 4ull),
                         "bounds.grid_stride_vs_device_copy", "GB/s", 1e-9);
 
+  // Every input drawn again: the expected values come from the inputs as drawn, before the call,
+  // so no state a timed call left behind (in its input or elsewhere) can match them.
   a = rng.uniform(-2, 2);
   b = rng.uniform(-1, 1);
-  in = rng.floats(n, -1, 1);
-  d_in.upload(in);
+  in = kit::draw_floats(rng, d_in, -1, 1);
   check("after timing, fresh inputs");
 }
 

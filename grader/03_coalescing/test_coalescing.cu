@@ -29,6 +29,7 @@
 #include "access_model.h"
 #include "coalescing.h"
 #include "kit/check.h"
+#include "kit/device_check.h"
 #include "kit/remote.h"
 #include "kit/diagnose.h"
 #include "kit/huge.h"
@@ -1175,11 +1176,13 @@ constexpr unsigned kPerfRows = 8192, kPerfCols = 8192;
 class TransposePerf : public kit::PerfTest {
  protected:
   void compare_with(const std::function<kit::Timed(const float* d_in)>& baseline, const std::string& key) {
+    // The input is drawn and the output checked on the device (kit/device_check.h).
     auto rng = kit::test_random();
-    auto in = rng.floats(std::size_t(kPerfRows) * kPerfCols, -1, 1);
-    kit::DeviceBuffer<float> d_in(in);
-    kit::GuardedBuffer<float> d_out(in.size());
-    check(in, d_in, d_out, "before timing");
+    const std::size_t count = std::size_t(kPerfRows) * kPerfCols;
+    kit::DeviceBuffer<float> d_in(count), d_expected(count);
+    kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+    kit::GuardedBuffer<float> d_out(count);
+    check(in, d_in, d_expected, d_out, rng, "before timing");
     if (HasFailure()) return;
 
     const kit::Timed student{"transpose_padded", kBytes, [&](cudaStream_t stream) {
@@ -1188,32 +1191,33 @@ class TransposePerf : public kit::PerfTest {
                              }};
     expect_ratio_at_least(student, baseline(d_in.data()), key, "GB/s", 1e-9);
 
-    in = rng.floats(in.size(), -1, 1);
-    d_in.upload(in);
-    check(in, d_in, d_out, "after timing, fresh input");
+    in = kit::draw_floats(rng, d_in, -1, 1);
+    check(in, d_in, d_expected, d_out, rng, "after timing, fresh input");
   }
 
   // Bytes one transpose moves: every element read once and written once.
   static constexpr double kBytes = 2.0 * kPerfRows * kPerfCols * sizeof(float);
 
  private:
-  static void check(const std::vector<float>& in, const kit::DeviceBuffer<float>& d_in,
-                    kit::GuardedBuffer<float>& d_out, const char* when) {
-    std::vector<float> expected(in.size());
-    // Output rows (input columns) in parts on several cores; each part reads 32 input columns
-    // at a time, so that it walks the input a cache line per row rather than a float.
-    kit::parallel_parts(kPerfCols, kit::part_count(in.size()),
-                        [&](std::size_t, std::size_t c_begin, std::size_t c_end) {
-      for (std::size_t c0 = c_begin; c0 < c_end; c0 += 32)
-        for (unsigned r = 0; r < kPerfRows; ++r)
-          for (std::size_t c = c0; c < std::min(c0 + 32, c_end); ++c)
-            expected[c * kPerfRows + r] = in[std::size_t(r) * kPerfCols + c];
+  // The expected output is the grader's naive transpose of the input as drawn, made before the
+  // student's call (which cannot move it) and spot-checked against the draw on the CPU.
+  static void check(const kit::DeviceDraw& in, const kit::DeviceBuffer<float>& d_in,
+                    kit::DeviceBuffer<float>& d_expected, kit::GuardedBuffer<float>& d_out,
+                    kit::Random& rng, const char* when) {
+    grader_naive_transpose(kPerfRows, kPerfCols, d_in.data(), d_expected.data(), 0);
+    kit::spot_check(d_expected, rng, [&](std::size_t i) {
+      // Output element i is input (row i % rows, column i / rows).
+      return in.at(i % kPerfRows * kPerfCols + i / kPerfRows);
     });
     d_out.poison();
     lab03::transpose_padded(kPerfRows, kPerfCols, d_in.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(matches(std::string("transpose_padded out (") + when + ")", expected, d_out,
-                        kit::Tolerance::exact("a transpose moves values unchanged"),
+    const std::string what = std::string("transpose_padded out (") + when + ")";
+    const auto exact = kit::Tolerance::exact("a transpose moves values unchanged");
+    if (d_out.guard_writes().empty() &&
+        kit::within_on_device(d_expected.data(), d_out.data(), d_out.size(), exact))
+      return;
+    EXPECT_TRUE(matches(what, d_expected.download(), d_out, exact,
                         kit::Shape::d2(kPerfCols, kPerfRows)));
   }
 };

@@ -388,8 +388,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
                ) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
-    many tests and --jobs allows); then the sanitizer tests, each in a process of its own under
-    compute-sanitizer, up to SANITIZER_SESSIONS at once; then, one lab at a time with nothing else
+    many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
+    own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
+    then, one lab at a time with nothing else
     on the GPU, its timed tests, its counter tests (each under Nsight Compute) and, if every
     correctness test passed, its perf tests. `timings` gets the seconds of each phase
     (RunResult.timings)."""
@@ -418,21 +419,40 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
         work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
                  for i in range(shards) if tests]
-    _side_by_side(work, options.jobs, finished, on_result)
-    _regrade_lone_timeouts(graded)
-    drain()
-    clock = _lap(timings, "correctness", clock)
-
-    work = []
     tool = sanitizer.find_sanitizer()
-    for lab in graded:
-        if lab.fail_fast and lab.failed():
-            lab.leave_unrun(lab.pending(SANITIZER_TOOLS))
-        else:
-            work += [functools.partial(lab.run_sanitized, spec, tool, gpu_available)
-                     for spec in lab.pending(SANITIZER_TOOLS)]
-    _side_by_side(work, min(options.jobs, SANITIZER_SESSIONS), finished, on_result)
-    clock = _lap(timings, "sanitizer", clock)
+
+    def sanitizer_work() -> list[Callable[[], None]]:
+        tasks = []
+        for lab in graded:
+            if lab.fail_fast and lab.failed():
+                lab.leave_unrun(lab.pending(SANITIZER_TOOLS))
+            else:
+                tasks += [functools.partial(lab.run_sanitized, spec, tool, gpu_available)
+                          for spec in lab.pending(SANITIZER_TOOLS)]
+        return tasks
+
+    sessions = min(options.jobs, SANITIZER_SESSIONS)
+    if options.fail_fast:
+        # kit.py mutate: a mutant's sanitizer tests wait for its correctness tests, which usually
+        # stop it first.
+        _side_by_side(work, options.jobs, finished, on_result)
+        _regrade_lone_timeouts(graded)
+        drain()
+        clock = _lap(timings, "correctness", clock)
+        _side_by_side(sanitizer_work(), sessions, finished, on_result)
+        clock = _lap(timings, "sanitizer", clock)
+    else:
+        # Sanitizer tests are correctness tests too, with nothing timed: they run beside the
+        # others, and the sanitizer phase's seconds are those it ran on after them.
+        ends = _side_by_side_groups([(work, options.jobs), (sanitizer_work(), sessions)],
+                                    finished, on_result)
+        _regrade_lone_timeouts(graded)
+        drain()
+        done = time.monotonic()
+        timings["correctness"] = timings.get("correctness", 0.0) + (ends[0] - clock) + (
+            done - max(ends))
+        timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
+        clock = done
 
     for lab in graded:
         if lab.fail_fast and lab.failed():
@@ -529,6 +549,40 @@ def _side_by_side(work: Sequence[Callable[[], None]], workers: int,
             pool.shutdown(wait=False, cancel_futures=True)
             protocol.kill_running()
             raise
+
+
+def _side_by_side_groups(groups: Sequence[tuple[Sequence[Callable[[], None]], int]],
+                         finished: queue.SimpleQueue[TestResult], on_result: ResultCallback
+                         ) -> list[float]:
+    """Runs each group's work on its own pool of up to its number of threads, all groups at once,
+    passing results to `on_result` (in this thread) as they come; returns when every group is
+    done, with the time.monotonic() at which each one finished."""
+    pools = [ThreadPoolExecutor(max_workers=max(1, workers)) for _, workers in groups]
+    ends = [0.0] * len(groups)
+    try:
+        futures = [[pool.submit(task) for task in work] for pool, (work, _) in zip(pools, groups)]
+        while True:
+            for i, group in enumerate(futures):
+                if not ends[i] and all(f.done() for f in group):
+                    ends[i] = time.monotonic()
+            if all(ends):
+                break
+            try:
+                on_result(finished.get(timeout=0.05))
+            except queue.Empty:
+                pass
+        _drain(finished, on_result)
+        for group in futures:
+            for future in group:
+                future.result()
+    except BaseException:
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        protocol.kill_running()
+        raise
+    for pool in pools:
+        pool.shutdown()
+    return ends
 
 
 def _drain(finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -> None:

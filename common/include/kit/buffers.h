@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -143,10 +144,19 @@ class GuardedBuffer {
   explicit GuardedBuffer(std::size_t n) : n_(n), storage_(n + 2 * kGuard) { poison(); }
 
   T* data() noexcept { return storage_.data() + kGuard; }
+  const T* data() const noexcept { return storage_.data() + kGuard; }
   std::size_t size() const noexcept { return n_; }
 
-  /// Poisons the output and re-arms both guards.
+  /// Poisons the output and re-arms both guards. 32-bit elements are filled on the device
+  /// (fill_device_words: no host copy of a buffer of hundreds of MiB); others from the host.
   void poison() {
+    if constexpr (sizeof(T) == sizeof(std::uint32_t)) {
+      T* base = storage_.data();
+      detail::fill_device_words(base, Patterns<T>::guard_bits, kGuard);
+      detail::fill_device_words(base + kGuard, Patterns<T>::poison_bits, n_);
+      detail::fill_device_words(base + kGuard + n_, Patterns<T>::guard_bits, kGuard);
+      return;
+    }
     std::vector<T> fill(storage_.size(), poison_value<T>());
     for (std::size_t i = 0; i < kGuard; ++i) {
       fill[i] = guard_value<T>();

@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +48,17 @@ void device_release(void* p) noexcept;
 std::size_t device_extent(std::size_t bytes);
 /// Installs `allocator` and returns the one it replaces.
 DeviceAllocator set_device_allocator(DeviceAllocator allocator);
+/// Sets `count` 32-bit words of device memory from `p` on to `bits`, on the device (the driver's
+/// cuMemsetD32) on the default stream, and returns once that stream has written them: a poison
+/// fill of hundreds of MiB without a host copy of it, ordered as a cudaMemcpy would be.
+void fill_device_words(void* p, std::uint32_t bits, std::size_t count);
+/// Copies `bytes` of device memory from `device` to the host in chunks through one pinned buffer
+/// of the process (kStageBytes, made on first use), and hands each chunk to `visit` (the chunk,
+/// its offset in bytes, its size in bytes) until `visit` returns false: a large output read at
+/// the speed of pinned memory, without a host copy of all of it. One caller at a time.
+void download_staged(const void* device, std::size_t bytes,
+                     const std::function<bool(const void*, std::size_t, std::size_t)>& visit);
+inline constexpr std::size_t kStageBytes = std::size_t{32} << 20;
 }  // namespace detail
 
 }  // namespace kit

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/host_device.h"
 #include "kit/launch.h"
 #include "kit/parallel.h"
 #include "kit/poison.h"
@@ -51,9 +52,17 @@ struct Comparison {
 /// Whether a written value `got` lies outside `tol` of `expected`: NaN where a number was
 /// expected (or the reverse), or |got - expected| > abs + rel * |expected|. The one rule every
 /// check and the diagnosis (kit/diagnose.h) use; unwritten (poisoned) elements are the caller's.
-inline bool outside_tolerance(double expected, double got, const Tolerance& tol) {
+/// The same rule on the device too (kit/device_check.h compares large outputs there).
+KIT_HOST_DEVICE inline bool outside_tolerance(double expected, double got, double abs, double rel) {
+#ifdef __CUDA_ARCH__
+  return isnan(got) != isnan(expected) || fabs(got - expected) > abs + rel * fabs(expected);
+#else
   return std::isnan(got) != std::isnan(expected) ||
-         std::fabs(got - expected) > tol.abs + tol.rel * std::fabs(expected);
+         std::fabs(got - expected) > abs + rel * std::fabs(expected);
+#endif
+}
+inline bool outside_tolerance(double expected, double got, const Tolerance& tol) {
+  return outside_tolerance(expected, got, tol.abs, tol.rel);
 }
 
 namespace detail {

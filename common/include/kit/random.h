@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kit/host_device.h"
+
 namespace kit {
 
 /// The seed of this run: KIT_SEED when set (a decimal number), otherwise drawn once per process
@@ -32,7 +34,32 @@ class Random {
   /// stream and the whole run is replayed by one seed.
   static Random for_name(const std::string& name);
 
-  std::uint64_t next_u64() { return mix(state_ += kStep); }
+  /// The k-th value (k from 1) after a generator state `base`: the generator's whole rule, on
+  /// the host and on the device (kit/device_check.h draws large inputs there, the same values).
+  KIT_HOST_DEVICE static std::uint64_t value_after(std::uint64_t base, std::uint64_t k) {
+    std::uint64_t z = base + k * kStep;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// uniform(lo, hi) from a value's bits. On the device without a fused multiply-add, so that
+  /// both sides round alike.
+  KIT_HOST_DEVICE static float to_uniform(std::uint64_t bits, float lo, float hi) {
+    const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(lo, __fmul_rn(hi - lo, unit));
+#else
+    return lo + (hi - lo) * unit;
+#endif
+  }
+  /// Skips the next n values (a device draw computes them) and returns the state before them.
+  std::uint64_t advance(std::size_t n) {
+    const std::uint64_t base = state_;
+    state_ += n * kStep;
+    return base;
+  }
+
+  std::uint64_t next_u64() { return value_after(advance(1), 1); }
   /// Uniform in [lo, hi).
   float uniform(float lo, float hi) { return to_uniform(next_u64(), lo, hi); }
   /// Uniform integer in [lo, hi].
@@ -45,15 +72,6 @@ class Random {
 
  private:
   static constexpr std::uint64_t kStep = 0x9E3779B97F4A7C15ull;
-  static std::uint64_t mix(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  static float to_uniform(std::uint64_t bits, float lo, float hi) {
-    const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
-    return lo + (hi - lo) * unit;
-  }
   static long long to_int(std::uint64_t bits, long long lo, long long hi) {
     const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
     return lo + static_cast<long long>(bits % span);

@@ -1,0 +1,187 @@
+/// @file device_check.h
+/// @brief Large inputs drawn, expected values kept, and outputs checked on the GPU, in the judge.
+///
+/// A perf test checks its kernel on hundreds of MiB before timing and after it. Drawing those
+/// inputs on the CPU, copying them up, computing the expected values on the CPU and reading the
+/// output back cost a second or more per check, against milliseconds of timing. Here the judge
+/// does it on the GPU, in its own context and its own buffers:
+/// - draw_floats() fills a device buffer with exactly the values Random::floats() would draw (the
+///   same generator, `Random::value_after`, run on the device), so a seed replays the run, and
+///   DeviceDraw::at() gives any element on the host;
+/// - the test computes its expected values with a kernel of its own into a buffer the worker is
+///   never handed, *before* the student's call (so a call that rewrites its inputs cannot move
+///   them), and spot_check() compares a sample of them with the CPU's rule on every run;
+/// - output_matches() and input_unchanged() compare on the GPU by compare_values()'s rule
+///   (outside_tolerance, poison marks unwritten elements). Only when something is wrong do they
+///   read both arrays back and hand them to the CPU comparison, which writes the same message as
+///   before.
+///
+/// Include it from a grader's .cu file only: it holds kernels.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kit/buffers.h"
+#include "kit/check.h"
+#include "kit/compare.h"
+#include "kit/launch.h"
+#include "kit/poison.h"
+#include "kit/random.h"
+#include "kit/test.h"
+#include "kit/timing.h"
+
+namespace kit {
+
+/// The grid of the judge's draw, copy and check kernels (grid-stride loops).
+inline constexpr unsigned kDeviceCheckBlocks = 2048, kDeviceCheckThreads = 256;
+
+/// A draw made on the device: element i is at(i), computed on the host without reading the GPU.
+struct DeviceDraw {
+  std::uint64_t base = 0;
+  float lo = 0, hi = 0;
+  float at(std::size_t i) const { return Random::to_uniform(Random::value_after(base, i + 1), lo, hi); }
+};
+
+namespace detail {
+static __global__ void draw_floats_kernel(float* p, std::size_t n, std::uint64_t base, float lo,
+                                          float hi) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = Random::to_uniform(Random::value_after(base, i + 1), lo, hi);
+}
+
+/// Whether `value` holds T's poison pattern (is_poison(), on the device).
+template <class T>
+__device__ bool poisoned_on_device(const T& value) {
+  static_assert(sizeof(T) == sizeof(Patterns<T>::poison_bits), "pattern width");
+  std::remove_const_t<decltype(Patterns<T>::poison_bits)> bits;
+  memcpy(&bits, &value, sizeof bits);
+  return bits == Patterns<T>::poison_bits;
+}
+
+/// Adds to *bad the number of i < n for which wrong(i) holds.
+template <class Rule>
+static __global__ void count_where_kernel(std::size_t n, Rule wrong, unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    mine += wrong(i) ? 1 : 0;
+  if (mine != 0) atomicAdd(bad, mine);
+}
+
+/// compare_values()'s rule for element i: unwritten, or outside (abs, rel) of the expected value.
+template <class E, class G>
+struct OutsideTolerance {
+  const E* expected;
+  const G* got;
+  double abs, rel;
+  __device__ bool operator()(std::size_t i) const {
+    const G g = got[i];
+    return poisoned_on_device(g) ||
+           outside_tolerance(static_cast<double>(expected[i]), static_cast<double>(g), abs, rel);
+  }
+};
+}  // namespace detail
+
+/// How many i < n satisfy `wrong(i)`, a device functor (a struct whose `__device__ bool
+/// operator()(std::size_t i) const` reads the judge's device arrays), counted on the GPU.
+template <class Rule>
+unsigned long long count_where(std::size_t n, const Rule& wrong) {
+  static unsigned long long* counter = nullptr;  // the judge's, for as long as its context lives
+  if (counter == nullptr) KIT_CUDA_CHECK(cudaMalloc(&counter, sizeof *counter));
+  if (n == 0) return 0;
+  KIT_CUDA_CHECK(cudaMemset(counter, 0, sizeof *counter));
+  detail::count_where_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(n, wrong, counter);
+  KIT_CHECK_LAUNCH("the grader's check kernel");
+  unsigned long long count = 0;
+  KIT_CUDA_CHECK(cudaMemcpy(&count, counter, sizeof count, cudaMemcpyDeviceToHost));
+  return count;
+}
+
+/// Whether every one of n elements of `got` is written and within `tol` of `expected` (device
+/// arrays of the judge), by compare_values()'s rule, checked on the GPU: the pass path of a
+/// grader's own comparison (whose failure path reads the arrays back and writes its message).
+template <class E, class G>
+bool within_on_device(const E* expected, const G* got, std::size_t n, const Tolerance& tol) {
+  return count_where(n, detail::OutsideTolerance<E, G>{expected, got, tol.abs, tol.rel}) == 0;
+}
+
+/// Fills `out` with the next out.size() values of rng.uniform(lo, hi) (the values rng.floats()
+/// would return), on the device, and advances rng past them.
+inline DeviceDraw draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, float hi) {
+  const DeviceDraw draw{rng.advance(out.size()), lo, hi};
+  if (out.size() == 0) return draw;
+  detail::draw_floats_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(out.data(), out.size(),
+                                                                          draw.base, lo, hi);
+  KIT_CHECK_LAUNCH("the grader's draw kernel");
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  trace("drew " + std::to_string(out.size()) + " floats on the device");
+  return draw;
+}
+
+/// A copy of `from` in a new device buffer of the judge (the original of an input, to check that
+/// the student's call left it unchanged).
+template <class T>
+DeviceBuffer<T> device_copy(const DeviceBuffer<T>& from) {
+  DeviceBuffer<T> to(from.size());
+  if (from.size() > 0)
+    KIT_CUDA_CHECK(cudaMemcpy(to.data(), from.data(), from.bytes(), cudaMemcpyDeviceToDevice));
+  return to;
+}
+
+/// Compares `count` elements of the judge's device-computed `expected`, at indices drawn from
+/// `rng`, with `cpu(i)`, the same rule on the CPU; throws (the test errs: a fault of the grader,
+/// not of the student's code) at the first disagreement. The judge's expected-value kernels are
+/// so checked on every run.
+template <class T, class Cpu>
+void spot_check(const DeviceBuffer<T>& expected, Random& rng, const Cpu& cpu, int count = 256) {
+  if (expected.size() == 0) return;
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  for (int k = 0; k < count; ++k) {
+    const auto i = static_cast<std::size_t>(rng.uniform_int(0, expected.size() - 1));
+    T got;
+    KIT_CUDA_CHECK(cudaMemcpy(&got, expected.data() + i, sizeof got, cudaMemcpyDeviceToHost));
+    const T want = cpu(i);
+    if (!same_bits(got, want))
+      throw std::logic_error("the grader's expected values disagree with the CPU at element " +
+                             std::to_string(i) + ": " + std::to_string(got) + " on the GPU, " +
+                             std::to_string(want) + " on the CPU");
+  }
+}
+
+/// output_matches() against expected values the judge computed on the device. A passing output
+/// is checked there; any other is read back with `expected`, and the CPU comparison writes the
+/// message, as the host overload does.
+template <class T>
+::testing::AssertionResult output_matches(const std::string& what, const DeviceBuffer<T>& expected,
+                                          const GuardedBuffer<T>& out, const Tolerance& tol,
+                                          const Shape& shape, const Launch& launch) {
+  if (expected.size() == out.size() && out.guard_writes().empty() &&
+      within_on_device(expected.data(), out.data(), out.size(), tol)) {
+    trace("checked " + std::to_string(out.size()) + " " + what + " on the device");
+    return ::testing::AssertionSuccess();
+  }
+  return output_matches(what, expected.download(), out, tol, shape, launch);
+}
+
+/// input_unchanged() against a device copy of the original input (device_copy()).
+template <class T>
+::testing::AssertionResult input_unchanged(const std::string& what, const DeviceBuffer<T>& input,
+                                           const DeviceBuffer<T>& original) {
+  const Tolerance exact = Tolerance::exact("inputs are read-only");
+  if (input.size() == original.size() &&
+      within_on_device(original.data(), input.data(), input.size(), exact))
+    return ::testing::AssertionSuccess();
+  return input_unchanged(what, input, original.download());
+}
+
+}  // namespace kit
