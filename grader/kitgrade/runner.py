@@ -532,23 +532,7 @@ def _side_by_side(work: Sequence[Callable[[], None]], workers: int,
                   finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -> None:
     """Runs `work` on up to `workers` threads, passing each result in `finished` to `on_result`
     (in this thread) as it comes."""
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(task) for task in work]
-        try:
-            while not all(f.done() for f in futures):
-                try:
-                    on_result(finished.get(timeout=0.05))
-                except queue.Empty:
-                    pass
-            _drain(finished, on_result)
-            for future in futures:
-                future.result()
-        except BaseException:
-            # e.g. Ctrl-C: tests run in their own sessions, so nothing else would stop them,
-            # and leaving this block waits for the workers.
-            pool.shutdown(wait=False, cancel_futures=True)
-            protocol.kill_running()
-            raise
+    _side_by_side_groups([(work, workers)], finished, on_result)
 
 
 def _side_by_side_groups(groups: Sequence[tuple[Sequence[Callable[[], None]], int]],
@@ -556,7 +540,9 @@ def _side_by_side_groups(groups: Sequence[tuple[Sequence[Callable[[], None]], in
                          ) -> list[float]:
     """Runs each group's work on its own pool of up to its number of threads, all groups at once,
     passing results to `on_result` (in this thread) as they come; returns when every group is
-    done, with the time.monotonic() at which each one finished."""
+    done, with the time.monotonic() at which each one finished. On any exception (e.g. Ctrl-C)
+    it stops the tests running, which run in sessions of their own (nothing else would stop
+    them), and cancels the rest."""
     pools = [ThreadPoolExecutor(max_workers=max(1, workers)) for _, workers in groups]
     ends = [0.0] * len(groups)
     try:
