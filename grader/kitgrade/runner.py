@@ -284,7 +284,8 @@ class _Lab:
             outcome = protocol.Outcome(Status.NOT_RUN, sanitizer.NOT_FOUND_REASON)
         else:
             outcome = sanitizer.run_test(tool, spec.kind, self.target.binary, spec.id, self.seed,
-                                         self.timeout, self.extra, self.target.lab.number)
+                                         self.timeout, self.extra, self.target.lab.number,
+                                         self.target.worker)
         self.finish(spec, outcome)
 
     def failed(self) -> bool:
