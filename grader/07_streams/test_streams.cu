@@ -619,7 +619,8 @@ using PipelineWaits = kit::GpuTest;
 
 KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
          "run() with 3 chunks on 3 streams, each kernel keeping the whole GPU busy for "
-         "milliseconds: h_out complete when run() returns, not only stream 0's chunk") {
+         "milliseconds, up to 4 times: h_out complete when run() returns, not only stream 0's "
+         "chunk") {
   constexpr int kChunks = 3;
   constexpr int kIterations = 1 << 22;
   int sms = 0, threads_per_sm = 0;
@@ -639,10 +640,18 @@ KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
                std::to_string(kIterations) + " steps of work() per element; " + kit::seed_note());
   WorkerPipeline pipeline(n, kChunks);
   WorkerHost host(n);
-  host.write(in);
-  const lab07_probe::RunEnd end = pipeline.run_to_end(host, kChunks, kIterations);
-  WorkerHost::Contents contents = host.read(/*with_in=*/false);
-  expect_complete_output(in, host.at_return(contents), contents.now, kChunks, kChunks, end);
+  // Which chunk the GPU finishes last is its own choice: where the three kernels overlap, stream
+  // 0's chunk can end last, and a run() that waits for stream 0 alone then returns with h_out
+  // complete (the H100 selftests of 2026-11-23, -26 and -27 each saw it once). So the run is
+  // repeated, h_out poisoned each time, until one run shows the early return, at most kTrials
+  // times. A run() that waits for every stream passes every one of them.
+  constexpr int kTrials = 4;
+  for (int trial = 0; trial < kTrials && !HasFailure(); ++trial) {
+    host.write(in);
+    const lab07_probe::RunEnd end = pipeline.run_to_end(host, kChunks, kIterations);
+    WorkerHost::Contents contents = host.read(/*with_in=*/false);
+    expect_complete_output(in, host.at_return(contents), contents.now, kChunks, kChunks, end);
+  }
 }
 
 // ---- Step 3 -------------------------------------------------------------------------------------
