@@ -502,7 +502,7 @@ KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
   auto rng = kit::test_random();
   float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
   kit::DeviceBuffer<float> d_in(n), d_copy(n), d_expected(n);
-  kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+  kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
   kit::GuardedBuffer<float> d_out(n);
 
   // The timed kernel must compute the right thing at this size too, before and after timing (on

@@ -1180,7 +1180,7 @@ class TransposePerf : public kit::PerfTest {
     auto rng = kit::test_random();
     const std::size_t count = std::size_t(kPerfRows) * kPerfCols;
     kit::DeviceBuffer<float> d_in(count), d_expected(count);
-    kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+    kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
     kit::GuardedBuffer<float> d_out(count);
     check(in, d_in, d_expected, d_out, rng, "before timing");
     if (HasFailure()) return;
@@ -1201,7 +1201,7 @@ class TransposePerf : public kit::PerfTest {
  private:
   // The expected output is the grader's naive transpose of the input as drawn, made before the
   // student's call (which cannot move it) and spot-checked against the draw on the CPU.
-  static void check(const kit::DeviceDraw& in, const kit::DeviceBuffer<float>& d_in,
+  static void check(const kit::Drawn& in, const kit::DeviceBuffer<float>& d_in,
                     kit::DeviceBuffer<float>& d_expected, kit::GuardedBuffer<float>& d_out,
                     kit::Random& rng, const char* when) {
     grader_naive_transpose(kPerfRows, kPerfCols, d_in.data(), d_expected.data(), 0);

@@ -210,7 +210,7 @@ KIT_TEST(BranchPerf, WarpAlignedBeatsPerLane, "divergence.perf", perf, 8,
   const unsigned n = 1u << 25;
   auto rng = kit::test_random();
   kit::DeviceBuffer<float> d_x(n);
-  kit::DeviceDraw x = kit::draw_floats(rng, d_x, -1, 1);  // on the device: kit/device_check.h
+  kit::Drawn x = kit::draw_floats(rng, d_x, -1, 1);  // on the device: kit/device_check.h
   kit::GuardedBuffer<float> d_out(n);
   kit::DeviceBuffer<float> d_per_lane(n);
 

@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "kit/check.h"
+#include "kit/parallel.h"
+#include "kit/random.h"
 #include "kit/remote.h"
 #include "kit/test.h"
 #include "pipeline_timing.h"
@@ -143,6 +145,13 @@ class WorkerHost {
 
   /// Copies `in` into h_in and poisons h_out.
   void write(const std::vector<float>& in) { lab07_probe::write_input(id_, {in}); }
+  /// Fills h_in in the worker with the next n values of rng.uniform(lo, hi) (what rng.floats
+  /// would draw; the worker computes them, nothing crosses the socket) and poisons h_out.
+  kit::Drawn fill(kit::Random& rng, float lo, float hi) {
+    const kit::Drawn drawn{rng.advance(n_), lo, hi};
+    lab07_probe::fill_input(id_, drawn.base, lo, hi);
+    return drawn;
+  }
   /// Poisons h_out.
   void poison_output() { lab07_probe::poison_output(id_); }
   /// h_out now (after the worker waited for the device).
@@ -873,18 +882,22 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
   const std::string problems = buffer_problems(made, n);
   ASSERT_TRUE(problems.empty()) << problems << "(the pipeline is timed on the buffers "
                                 << "make_pinned_buffers(" << n << ") returns)";
-  std::vector<float> h_in;
+  // The input is made in the worker from the seed (fill_input), and the judge knows each value
+  // by the same rule (kit::Drawn), so 256 MiB need not cross the socket.
+  kit::Drawn in;
   auto rng = kit::test_random();
   kit::trace("the student's pinned buffers made");
   auto fill_input = [&] {
-    h_in = rng.floats(n, -1, 1);
-    host.write(h_in);
-    kit::trace("input written to the worker");
+    in = host.fill(rng, -1, 1);
+    kit::trace("input made in the worker");
   };
   fill_input();
 
   // The serial version and the stages alone run here, on the judge's own pinned buffers.
-  const kit::PinnedBuffer<float> judge_in = pinned_copy(h_in);
+  kit::PinnedBuffer<float> judge_in(n);
+  kit::parallel_parts(n, kit::part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) judge_in[i] = in.at(i);
+  });
   kit::PinnedBuffer<float> judge_out(n);
   kit::DeviceBuffer<float> d_in(n), d_out(n);
   lab07::Stream stream;
@@ -923,7 +936,7 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
     std::ostringstream wrong;
     int wrong_count = 0;
     for (const std::size_t i : probes) {
-      const float want = lab07::work(h_in[i], w.iterations);
+      const float want = lab07::work(in.at(i), w.iterations);
       if (kit::same_bits(want, h_out[i]) || kit::is_poison(h_out[i])) continue;
       if (wrong_count++ < 5)
         wrong << "\n  element " << i << " (" << chunk_of(i, n, config.chunks, config.streams)

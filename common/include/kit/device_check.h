@@ -7,7 +7,7 @@
 /// does it on the GPU, in its own context and its own buffers:
 /// - draw_floats() fills a device buffer with exactly the values Random::floats() would draw (the
 ///   same generator, `Random::value_after`, run on the device), so a seed replays the run, and
-///   DeviceDraw::at() gives any element on the host;
+///   Drawn::at() gives any element on the host;
 /// - the test computes its expected values with a kernel of its own into a buffer the worker is
 ///   never handed, *before* the student's call (so a call that rewrites its inputs cannot move
 ///   them), and spot_check() compares a sample of them with the CPU's rule on every run;
@@ -43,13 +43,6 @@ namespace kit {
 
 /// The grid of the judge's draw, copy and check kernels (grid-stride loops).
 inline constexpr unsigned kDeviceCheckBlocks = 2048, kDeviceCheckThreads = 256;
-
-/// A draw made on the device: element i is at(i), computed on the host without reading the GPU.
-struct DeviceDraw {
-  std::uint64_t base = 0;
-  float lo = 0, hi = 0;
-  float at(std::size_t i) const { return Random::to_uniform(Random::value_after(base, i + 1), lo, hi); }
-};
 
 namespace detail {
 static __global__ void draw_floats_kernel(float* p, std::size_t n, std::uint64_t base, float lo,
@@ -117,8 +110,8 @@ bool within_on_device(const E* expected, const G* got, std::size_t n, const Tole
 
 /// Fills `out` with the next out.size() values of rng.uniform(lo, hi) (the values rng.floats()
 /// would return), on the device, and advances rng past them.
-inline DeviceDraw draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, float hi) {
-  const DeviceDraw draw{rng.advance(out.size()), lo, hi};
+inline Drawn draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, float hi) {
+  const Drawn draw{rng.advance(out.size()), lo, hi};
   if (out.size() == 0) return draw;
   detail::draw_floats_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(out.data(), out.size(),
                                                                           draw.base, lo, hi);
