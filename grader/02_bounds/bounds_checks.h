@@ -80,7 +80,7 @@ static __global__ void grader_scale_shift_expected(unsigned n, float a, float b,
 }
 
 // Fills `expected` with a*in+b on the device and compares a sample with the CPU's rule.
-inline void scale_shift_expected_on_device(unsigned n, float a, float b, const kit::DeviceDraw& in,
+inline void scale_shift_expected_on_device(unsigned n, float a, float b, const kit::Drawn& in,
                                            const kit::DeviceBuffer<float>& d_in,
                                            kit::DeviceBuffer<float>& expected, kit::Random& rng) {
   grader_scale_shift_expected<<<kit::kDeviceCheckBlocks, kit::kDeviceCheckThreads>>>(
@@ -104,7 +104,7 @@ void check_scale_shift(Launcher launcher, unsigned n,
     auto rng = kit::test_random();
     const float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
     kit::DeviceBuffer<float> d_in(n, input), d_expected(n);
-    const kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+    const kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
     scale_shift_expected_on_device(n, a, b, in, d_in, d_expected, rng);
     const kit::DeviceBuffer<float> original = kit::device_copy(d_in);
     kit::GuardedBuffer<float> d_out(n);
