@@ -8,6 +8,8 @@
 //                        from 0), signed with the run key
 //   --kit_counters=ncu   the runner started this process under Nsight Compute: counter tests
 //                        run (kit/test.h, CounterTest); without it they skip themselves
+//   --kit_sanitized=1    the runner started this process under compute-sanitizer, which may
+//                        follow only the worker (kit::under_compute_sanitizer)
 //
 // One process runs many tests (the runner's filter names those still to grade). The runner reads
 // each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
@@ -404,6 +406,8 @@ int main(int argc, char** argv) {
   // The runner started this process under Nsight Compute for its counter tests (kit/test.h).
   // Under ncu a judge starts its worker so that ncu can profile it (kit/test.h).
   kit::set_counters_profiled(!take_flag(argc, argv, "--kit_counters=").empty());
+  // The runner started this process under compute-sanitizer, which may follow the worker alone.
+  kit::set_sanitized(!take_flag(argc, argv, "--kit_sanitized=").empty());
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.

@@ -473,9 +473,10 @@ KIT_TEST(IndexingPerf, SaxpyFastRunsNearCopyBandwidth, "indexing.perf", perf, 10
   const unsigned n = 1u << 26;
   auto rng = kit::test_random();
   auto a = rng.uniform(-2, 2);
-  kit::DeviceBuffer<float> d_x(n), d_y(n), d_copy(n), d_expected(n);
-  kit::DeviceDraw x = kit::draw_floats(rng, d_x, -1, 1);
-  kit::DeviceDraw y = kit::draw_floats(rng, d_y, -1, 1);
+  kit::DeviceBuffer<float> d_x(n), d_y(n), d_copy(n);
+  auto d_expected = kit::DeviceBuffer<float>::judge_only(n);
+  kit::Drawn x = kit::draw_floats(rng, d_x, -1, 1);
+  kit::Drawn y = kit::draw_floats(rng, d_y, -1, 1);
   kit::GuardedBuffer<float> d_out(n);
 
   // The timed kernel must compute the right thing at this size too, before and after timing (on

@@ -13,6 +13,7 @@
 
 #include "bounds.h"
 #include "kit/check.h"
+#include "kit/device_check.h"
 #include "kit/remote.h"
 #include "kit/test.h"
 
@@ -69,9 +70,54 @@ inline ScaleShiftCase make_scale_shift_case(unsigned n) {
 // start or at the end of its allocation (`input`, see kit::Placement). The launcher gets a stream
 // that is busy when it is called: its kernel must queue behind that work, not run at once
 // (kit::remote::queued_on_stream).
+// The expected a*x+b computed by the grader on the device as the CPU does (in double, rounded
+// once to float; no fused multiply-add): the perf test's, and the largest sizes' below.
+static __global__ void grader_scale_shift_expected(unsigned n, float a, float b, const float* in,
+                                                   float* out) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = static_cast<float>(__dadd_rn(__dmul_rn(double(a), double(in[i])), double(b)));
+}
+
+// Fills `expected` with a*in+b on the device and compares a sample with the CPU's rule.
+inline void scale_shift_expected_on_device(unsigned n, float a, float b, const kit::Drawn& in,
+                                           const kit::DeviceBuffer<float>& d_in,
+                                           kit::DeviceBuffer<float>& expected, kit::Random& rng) {
+  grader_scale_shift_expected<<<kit::kDeviceCheckBlocks, kit::kDeviceCheckThreads>>>(
+      n, a, b, d_in.data(), expected.data());
+  KIT_CHECK_LAUNCH("grader_scale_shift_expected");
+  kit::spot_check(expected, rng, [&](std::size_t i) {
+    return static_cast<float>(double(a) * in.at(i) + b);
+  });
+}
+
+// Sizes from which check_scale_shift draws the input, computes the expected values and compares
+// on the device (kit/device_check.h): the same values and messages, without 256 MiB crossing to
+// the CPU and back (2^26 + 1: about a second per check on an H100).
+constexpr unsigned kOnDeviceFrom = 1u << 24;
+
 template <class Launcher>
 void check_scale_shift(Launcher launcher, unsigned n,
                        kit::Placement input = kit::Placement::start) {
+  if (n >= kOnDeviceFrom) {
+    // make_scale_shift_case's draws, in its order: a, b, then the input.
+    auto rng = kit::test_random();
+    const float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
+    kit::DeviceBuffer<float> d_in(n, input);
+    auto d_expected = kit::DeviceBuffer<float>::judge_only(n);
+    const kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
+    scale_shift_expected_on_device(n, a, b, in, d_in, d_expected, rng);
+    const kit::DeviceBuffer<float> original = kit::device_copy(d_in);
+    kit::GuardedBuffer<float> d_out(n);
+    kit::Launch launch;
+    kit::remote::expect_queued_on_stream(
+        d_out.data(), std::size_t{n} * sizeof(float),
+        [&](cudaStream_t stream) { launch = launcher(n, a, b, d_in.data(), d_out.data(), stream); });
+    EXPECT_TRUE(kit::output_matches("out", d_expected, d_out, kScaleShiftTolerance,
+                                    kit::Shape::d1(n), launch));
+    EXPECT_TRUE(kit::input_unchanged("in", d_in, original));
+    return;
+  }
   const ScaleShiftCase c = make_scale_shift_case(n);
   kit::DeviceBuffer<float> d_in(c.in, input);
   kit::GuardedBuffer<float> d_out(n);

@@ -38,6 +38,7 @@ using lab02_grader::grid_name;
 using lab02_grader::InvalidConfig;
 using lab02_grader::kScaleShiftTolerance;
 using lab02_grader::make_scale_shift_case;
+using lab02_grader::scale_shift_expected_on_device;
 using lab02_grader::ScaleShiftCase;
 using lab02_grader::Shape2;
 using lab02_grader::shape_name;
@@ -484,15 +485,6 @@ KIT_TEST(ScaleShiftFastTop, IndexDoesNotWrapAtTheTopOfTheRange, "bounds.perf", t
 
 using BoundsPerf = kit::PerfTest;
 
-// The expected a*x+b of the perf test, computed by the grader on the device as the CPU does (in
-// double, rounded once to float; no fused multiply-add).
-__global__ void grader_scale_shift_expected(unsigned n, float a, float b, const float* in,
-                                            float* out) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = static_cast<float>(__dadd_rn(__dmul_rn(double(a), double(in[i])), double(b)));
-}
-
 KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
          "scale_shift_fast moves its bytes at a large fraction of the device copy bandwidth, "
          "same run") {
@@ -501,19 +493,15 @@ KIT_TEST(BoundsPerf, GridStrideRunsNearCopyBandwidth, "bounds.perf", perf, 10,
   const unsigned n = 1u << 26;
   auto rng = kit::test_random();
   float a = rng.uniform(-2, 2), b = rng.uniform(-1, 1);
-  kit::DeviceBuffer<float> d_in(n), d_copy(n), d_expected(n);
-  kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+  kit::DeviceBuffer<float> d_in(n), d_copy(n);
+  auto d_expected = kit::DeviceBuffer<float>::judge_only(n);
+  kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
   kit::GuardedBuffer<float> d_out(n);
 
   // The timed kernel must compute the right thing at this size too, before and after timing (on
   // fresh inputs after, so a kernel that skips or caches work is caught).
   auto check = [&](const char* when) {
-    grader_scale_shift_expected<<<kit::kDeviceCheckBlocks, kit::kDeviceCheckThreads>>>(
-        n, a, b, d_in.data(), d_expected.data());
-    KIT_CHECK_LAUNCH("grader_scale_shift_expected");
-    kit::spot_check(d_expected, rng, [&](std::size_t i) {
-      return static_cast<float>(double(a) * in.at(i) + b);
-    });
+    scale_shift_expected_on_device(n, a, b, in, d_in, d_expected, rng);
     d_out.poison();
     const kit::Launch launch = lab02::scale_shift_fast(n, a, b, d_in.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());

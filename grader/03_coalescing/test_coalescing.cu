@@ -1179,8 +1179,9 @@ class TransposePerf : public kit::PerfTest {
     // The input is drawn and the output checked on the device (kit/device_check.h).
     auto rng = kit::test_random();
     const std::size_t count = std::size_t(kPerfRows) * kPerfCols;
-    kit::DeviceBuffer<float> d_in(count), d_expected(count);
-    kit::DeviceDraw in = kit::draw_floats(rng, d_in, -1, 1);
+    kit::DeviceBuffer<float> d_in(count);
+    auto d_expected = kit::DeviceBuffer<float>::judge_only(count);
+    kit::Drawn in = kit::draw_floats(rng, d_in, -1, 1);
     kit::GuardedBuffer<float> d_out(count);
     check(in, d_in, d_expected, d_out, rng, "before timing");
     if (HasFailure()) return;
@@ -1201,7 +1202,7 @@ class TransposePerf : public kit::PerfTest {
  private:
   // The expected output is the grader's naive transpose of the input as drawn, made before the
   // student's call (which cannot move it) and spot-checked against the draw on the CPU.
-  static void check(const kit::DeviceDraw& in, const kit::DeviceBuffer<float>& d_in,
+  static void check(const kit::Drawn& in, const kit::DeviceBuffer<float>& d_in,
                     kit::DeviceBuffer<float>& d_expected, kit::GuardedBuffer<float>& d_out,
                     kit::Random& rng, const char* when) {
     grader_naive_transpose(kPerfRows, kPerfCols, d_in.data(), d_expected.data(), 0);
@@ -1214,9 +1215,7 @@ class TransposePerf : public kit::PerfTest {
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
     const std::string what = std::string("transpose_padded out (") + when + ")";
     const auto exact = kit::Tolerance::exact("a transpose moves values unchanged");
-    if (d_out.guard_writes().empty() &&
-        kit::within_on_device(d_expected.data(), d_out.data(), d_out.size(), exact))
-      return;
+    if (kit::passes_on_device(d_expected, d_out, exact)) return;
     EXPECT_TRUE(matches(what, d_expected.download(), d_out, exact,
                         kit::Shape::d2(kPerfCols, kPerfRows)));
   }

@@ -213,8 +213,9 @@ void check_against_host(const Kernel& kernel, const Shape3& s) {
 }
 
 // cuBLAS's product of the operands in `op`, the sums |A| |B| of its rounding bound, and copies of
-// the operands as handed out. Made before the student's call, in buffers the worker is never
-// handed: nothing the call does (to its inputs or anywhere else) moves what it is checked against.
+// the operands as handed out. Made before the student's call, in judge-only buffers the worker can
+// never map: nothing the call does (to its inputs or anywhere else) moves what it is checked
+// against.
 struct CublasReference {
   kit::DeviceBuffer<float> product, abs_sum, a, b;
 };
@@ -222,8 +223,9 @@ struct CublasReference {
 CublasReference cublas_reference(const Operands& op, Cublas& cublas) {
   const Shape3 s = op.s;
   const std::size_t count = std::size_t(s.m) * s.n;
-  CublasReference ref{kit::DeviceBuffer<float>(count), kit::DeviceBuffer<float>(count),
-                      kit::device_copy(op.d_a), kit::device_copy(op.d_b)};
+  CublasReference ref{kit::DeviceBuffer<float>::judge_only(count),
+                      kit::DeviceBuffer<float>::judge_only(count), kit::device_copy(op.d_a),
+                      kit::device_copy(op.d_b)};
   cublas.sgemm(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), ref.product.data(), 0);
   cublas.abs_product(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), ref.abs_sum.data());
   KIT_CUDA_CHECK(cudaDeviceSynchronize());

@@ -210,9 +210,9 @@ KIT_TEST(BranchPerf, WarpAlignedBeatsPerLane, "divergence.perf", perf, 8,
   const unsigned n = 1u << 25;
   auto rng = kit::test_random();
   kit::DeviceBuffer<float> d_x(n);
-  kit::DeviceDraw x = kit::draw_floats(rng, d_x, -1, 1);  // on the device: kit/device_check.h
+  kit::Drawn x = kit::draw_floats(rng, d_x, -1, 1);  // on the device: kit/device_check.h
   kit::GuardedBuffer<float> d_out(n);
-  kit::DeviceBuffer<float> d_per_lane(n);
+  auto d_per_lane = kit::DeviceBuffer<float>::judge_only(n);
 
   // Before and after timing (fresh inputs after): the whole output must equal the per-lane
   // kernel's, bit for bit (compared on the device), and a sample of that the CPU reference.
@@ -224,9 +224,7 @@ KIT_TEST(BranchPerf, WarpAlignedBeatsPerLane, "divergence.perf", perf, 8,
     d_out.poison();
     const kit::Launch launch = lab05::branch_warp_aligned(n, d_x.data(), d_out.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    if (d_out.guard_writes().empty() &&
-        kit::within_on_device(d_per_lane.data(), d_out.data(), n, kSameBits))
-      return;
+    if (kit::passes_on_device(d_per_lane, d_out, kSameBits)) return;
     EXPECT_TRUE(branch_output_matches(std::string("out (") + when + ")", d_per_lane.download(),
                                       d_out, launch));
   };

@@ -17,7 +17,9 @@
 
 #include "kit/buffers.h"
 #include "kit/check.h"
+#include "kit/parallel.h"
 #include "kit/poison.h"
+#include "kit/random.h"
 
 namespace {
 
@@ -260,6 +262,18 @@ void lab07_probe::write_input(int buffers, const Floats& in) {
     throw std::logic_error("kit probe: write_input of " + std::to_string(in.values.size()) +
                            " floats into buffers of " + std::to_string(set.n));
   std::copy(in.values.begin(), in.values.end(), set.in);
+  set.poison();
+}
+
+void lab07_probe::fill_input(int buffers, std::uint64_t base, float lo, float hi) {
+  HostSet& set = host_set(buffers);
+  if (set.in == nullptr) throw std::logic_error("kit probe: fill_input: no h_in");
+  const kit::Drawn drawn{base, lo, hi};
+  float* in = set.in;
+  kit::parallel_parts(set.n, kit::part_count(set.n),
+                      [&](std::size_t, std::size_t begin, std::size_t end) {
+                        for (std::size_t i = begin; i < end; ++i) in[i] = drawn.at(i);
+                      });
   set.poison();
 }
 

@@ -100,6 +100,13 @@ int host_buffers(std::size_t n, bool pinned_in, bool pinned_out);
 /// guards).
 void write_input(int buffers, const Floats& in);
 
+/// Fills h_in of buffers `buffers` with the n values kit::Random::floats(n, lo, hi) would draw
+/// from a generator in state `base` (kit::Drawn names them in the judge), and poisons h_out (and
+/// its guards): the input of 2^26 floats made where it is used, not sent through the socket. The
+/// judge computes its expected values from the same rule, so an input made otherwise only makes
+/// the output wrong.
+void fill_input(int buffers, std::uint64_t base, float lo, float hi);
+
 /// Poisons h_out of buffers `buffers` (and its guards), h_in unchanged.
 void poison_output(int buffers);
 
@@ -237,6 +244,7 @@ struct Codec<lab07_probe::HostContents> {
     (const lab07_probe::Floats&, int, float*, float*, double))                             \
   X(lab07_probe, host_buffers, int, (std::size_t, bool, bool))                             \
   X(lab07_probe, write_input, void, (int, const lab07_probe::Floats&))                     \
+  X(lab07_probe, fill_input, void, (int, std::uint64_t, float, float))                     \
   X(lab07_probe, poison_output, void, (int))                                               \
   X(lab07_probe, open_pipeline, int, (std::size_t, int))                                   \
   X(lab07_probe, run_pipeline, lab07::Timeline, (int, int, int, int))                      \

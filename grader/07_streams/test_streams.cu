@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "kit/check.h"
+#include "kit/parallel.h"
+#include "kit/random.h"
 #include "kit/remote.h"
 #include "kit/test.h"
 #include "pipeline_timing.h"
@@ -143,6 +145,13 @@ class WorkerHost {
 
   /// Copies `in` into h_in and poisons h_out.
   void write(const std::vector<float>& in) { lab07_probe::write_input(id_, {in}); }
+  /// Fills h_in in the worker with the next n values of rng.uniform(lo, hi) (what rng.floats
+  /// would draw; the worker computes them, nothing crosses the socket) and poisons h_out.
+  kit::Drawn fill(kit::Random& rng, float lo, float hi) {
+    const kit::Drawn drawn{rng.advance(n_), lo, hi};
+    lab07_probe::fill_input(id_, drawn.base, lo, hi);
+    return drawn;
+  }
   /// Poisons h_out.
   void poison_output() { lab07_probe::poison_output(id_); }
   /// h_out now (after the worker waited for the device).
@@ -619,7 +628,8 @@ using PipelineWaits = kit::GpuTest;
 
 KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
          "run() with 3 chunks on 3 streams, each kernel keeping the whole GPU busy for "
-         "milliseconds: h_out complete when run() returns, not only stream 0's chunk") {
+         "milliseconds, up to 4 times: h_out complete when run() returns, not only stream 0's "
+         "chunk") {
   constexpr int kChunks = 3;
   constexpr int kIterations = 1 << 22;
   int sms = 0, threads_per_sm = 0;
@@ -639,10 +649,18 @@ KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
                std::to_string(kIterations) + " steps of work() per element; " + kit::seed_note());
   WorkerPipeline pipeline(n, kChunks);
   WorkerHost host(n);
-  host.write(in);
-  const lab07_probe::RunEnd end = pipeline.run_to_end(host, kChunks, kIterations);
-  WorkerHost::Contents contents = host.read(/*with_in=*/false);
-  expect_complete_output(in, host.at_return(contents), contents.now, kChunks, kChunks, end);
+  // Which chunk the GPU finishes last is its own choice: where the three kernels overlap, stream
+  // 0's chunk can end last, and a run() that waits for stream 0 alone then returns with h_out
+  // complete (the H100 selftests of 2026-11-23, -26 and -27 each saw it once). So the run is
+  // repeated, h_out poisoned each time, until one run shows the early return, at most kTrials
+  // times. A run() that waits for every stream passes every one of them.
+  constexpr int kTrials = 4;
+  for (int trial = 0; trial < kTrials && !HasFailure(); ++trial) {
+    host.write(in);
+    const lab07_probe::RunEnd end = pipeline.run_to_end(host, kChunks, kIterations);
+    WorkerHost::Contents contents = host.read(/*with_in=*/false);
+    expect_complete_output(in, host.at_return(contents), contents.now, kChunks, kChunks, end);
+  }
 }
 
 // ---- Step 3 -------------------------------------------------------------------------------------
@@ -864,18 +882,22 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
   const std::string problems = buffer_problems(made, n);
   ASSERT_TRUE(problems.empty()) << problems << "(the pipeline is timed on the buffers "
                                 << "make_pinned_buffers(" << n << ") returns)";
-  std::vector<float> h_in;
+  // The input is made in the worker from the seed (fill_input), and the judge knows each value
+  // by the same rule (kit::Drawn), so 256 MiB need not cross the socket.
+  kit::Drawn in;
   auto rng = kit::test_random();
   kit::trace("the student's pinned buffers made");
   auto fill_input = [&] {
-    h_in = rng.floats(n, -1, 1);
-    host.write(h_in);
-    kit::trace("input written to the worker");
+    in = host.fill(rng, -1, 1);
+    kit::trace("input made in the worker");
   };
   fill_input();
 
   // The serial version and the stages alone run here, on the judge's own pinned buffers.
-  const kit::PinnedBuffer<float> judge_in = pinned_copy(h_in);
+  kit::PinnedBuffer<float> judge_in(n);
+  kit::parallel_parts(n, kit::part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) judge_in[i] = in.at(i);
+  });
   kit::PinnedBuffer<float> judge_out(n);
   kit::DeviceBuffer<float> d_in(n), d_out(n);
   lab07::Stream stream;
@@ -914,7 +936,7 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
     std::ostringstream wrong;
     int wrong_count = 0;
     for (const std::size_t i : probes) {
-      const float want = lab07::work(h_in[i], w.iterations);
+      const float want = lab07::work(in.at(i), w.iterations);
       if (kit::same_bits(want, h_out[i]) || kit::is_poison(h_out[i])) continue;
       if (wrong_count++ < 5)
         wrong << "\n  element " << i << " (" << chunk_of(i, n, config.chunks, config.streams)

@@ -6,11 +6,11 @@ code may not make, code that runs before main(); a refusal fails the whole lab u
 banned libraries are looked for before anything runs, and the tests of the steps a
 found one bans fail without running (kitgrade.bans); the other correctness tests (host, gpu)
 of a lab may run in parallel; its sanitizer tests (kinds memcheck, racecheck, synccheck,
-initcheck) run after those, each alone in a process under compute-sanitizer, several labs' side
-by side (kitgrade.sanitizer gives their verdicts); its timed ones (correctness judged by
-durations, which a test beside them would disturb) run afterwards, one at a time; then its
-counter tests, one at a time, each in a process of its own under Nsight Compute (kitgrade.counters
-gives their verdicts); its perf tests run last, one at a time with nothing else running, and only
+initcheck) run beside those (after them with fail_fast), each alone in a process under
+compute-sanitizer, several labs' side by side (kitgrade.sanitizer gives their verdicts); its timed
+ones (correctness judged by durations, which a test beside them would disturb) run afterwards,
+one at a time; then its counter tests, each in a process of its own under Nsight Compute, a few
+labs' side by side (kitgrade.counters gives their verdicts); its perf tests run last, one at a time with nothing else running, and only
 if every correctness test that ran passed (counter tests are not among them: they neither gate
 the perf tests nor wait for them).
 """
@@ -243,6 +243,11 @@ SANITIZER_SESSIONS = 4
 """compute-sanitizer runs at once, at most: each holds two processes (a judge and its worker)
 under the tool, and a GPU's memory for the tool's state."""
 
+COUNTER_SESSIONS = 4
+"""Nsight Compute runs at once, at most. A counter is a count of one kernel's events (sectors,
+bank conflicts), the same whatever runs beside it, and ncu profiles one kernel at a time across
+processes (its lock file): side by side, the processes' starts overlap, not their profiling."""
+
 SHARD_MIN_TESTS = 16
 """A lab's correctness tests are split over several processes only when each gets at least this
 many: a process costs a CUDA context (two, for a judge and its worker) besides its tests."""
@@ -284,7 +289,8 @@ class _Lab:
             outcome = protocol.Outcome(Status.NOT_RUN, sanitizer.NOT_FOUND_REASON)
         else:
             outcome = sanitizer.run_test(tool, spec.kind, self.target.binary, spec.id, self.seed,
-                                         self.timeout, self.extra, self.target.lab.number)
+                                         self.timeout, self.extra, self.target.lab.number,
+                                         self.target.worker)
         self.finish(spec, outcome)
 
     def failed(self) -> bool:
@@ -391,8 +397,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
     own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
     then, one lab at a time with nothing else
-    on the GPU, its timed tests, its counter tests (each under Nsight Compute) and, if every
-    correctness test passed, its perf tests. `timings` gets the seconds of each phase
+    on the GPU, its timed tests; then the counter tests (each under Nsight Compute, up to
+    COUNTER_SESSIONS at once); then, one lab at a time, if every correctness test of the lab
+    passed, its perf tests. `timings` gets the seconds of each phase
     (RunResult.timings)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
@@ -462,12 +469,12 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         drain()
     clock = _lap(timings, "timed", clock)
 
-    # Counter tests, one at a time with nothing else on the GPU: ncu takes its counters.
+    # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
+    # tests and before the perf tests: nothing timed runs beside them.
     ncu_path = ncu.find_ncu()
-    for lab in graded:
-        for spec in lab.pending((counters.KIND,)):
-            lab.run_counted(spec, ncu_path, gpu_available)
-        drain()
+    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
+                   for lab in graded for spec in lab.pending((counters.KIND,))],
+                  min(options.jobs, COUNTER_SESSIONS), finished, on_result)
     clock = _lap(timings, "counters", clock)
 
     for lab in graded:

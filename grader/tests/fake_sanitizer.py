@@ -26,7 +26,7 @@ import time
 
 ERROR_EXIT = 99
 VALUED = {"--tool", "--target-processes", "--error-exitcode", "--log-file", "--print-limit",
-          "--show-backtrace", "--racecheck-report"}
+          "--show-backtrace", "--racecheck-report", "--target-processes-filter"}
 REPORTS = {
     "memcheck": """========= Invalid __global__ read of size 4 bytes
 =========     at lab02::scale_shift_kernel(unsigned int, float, float, const float *, float *)+0xb0 in bounds.cu:26
@@ -54,6 +54,7 @@ def main(argv: list[str]) -> int:
     if argv == ["--help"]:
         print("Usage: compute-sanitizer [options] [your-program] [your-program-options]\n"
               "  --tool arg  --target-processes arg  --error-exitcode arg  --log-file arg\n"
+              "  --target-processes-filter arg  Set the expressions of the processes tracked\n"
               "  --kill  Makes the compute-sanitizer kill the target application\n")
         return 0
     if os.environ.get("FAKE_SANITIZER_ARGS"):

@@ -12,6 +12,8 @@ import json
 import shlex
 import sys
 import tempfile
+import threading
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -276,6 +278,30 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
         (test,) = self.grade(FAKE_NCU_LAUNCHES=launches(160, 64)).tests
         self.assertIs(test.status, Status.FAILED)
         self.assertIn("alpha_kernel: 2.50 global sectors per ideal sector", test.reason)
+
+    def test_counter_tests_of_different_labs_run_side_by_side(self) -> None:
+        # Up to COUNTER_SESSIONS at once: the processes' starts overlap (ncu profiles one kernel
+        # at a time across processes anyway).
+        active, most = [0], [0]
+        lock = threading.Lock()
+
+        def run_counted(lab, spec, ncu_path, gpu_available):
+            with lock:
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            time.sleep(0.3)
+            with lock:
+                active[0] -= 1
+            lab.finish(spec, protocol.Outcome(Status.PASSED))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            targets = [runner.LabTarget(make_lab(lab), make_fake_binary(Path(tmp) / "bin", lab))
+                       for lab in ("01_alpha", "02_beta", "03_gamma")]
+            values = {"FAKE_GPU": "1", "FAKE_TESTS": "gpu", "FAKE_KINDS": "gpu=counter"}
+            with fake_env(**values), mock.patch.object(runner._Lab, "run_counted", run_counted):
+                labs = runner.run(targets, runner.RunOptions("student", 7, 8)).labs
+        self.assertEqual([t.status for lab in labs for t in lab.tests], [Status.PASSED] * 3)
+        self.assertEqual(most[0], 3)
 
     def test_a_table_printed_on_the_shared_output_is_never_read(self) -> None:
         forged = log(row(0, LAUNCH, GLOBAL, "64"), row(0, LAUNCH, GLOBAL_IDEAL, "64"))

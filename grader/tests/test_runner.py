@@ -12,10 +12,12 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 from typing import Any
 
 from kitgrade import protocol, runner
@@ -33,6 +35,34 @@ def grade(labs: list[str], tmp: Path, jobs: int = 4, timeout_s: float | None = N
                for lab in labs]
     options = runner.RunOptions(variant, SEED, jobs, timeout_s)
     return runner.run(targets, options).labs
+
+
+class HugePagesTest(unittest.TestCase):
+    """Test processes get glibc's huge-page tunable, without losing the caller's tunables."""
+
+    def test_the_tunable_is_added_or_left_as_the_caller_set_it(self) -> None:
+        self.assertEqual(protocol.with_huge_pages(""), "glibc.malloc.hugetlb=1")
+        self.assertEqual(protocol.with_huge_pages("glibc.malloc.arena_max=2"),
+                         "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1")
+        self.assertEqual(protocol.with_huge_pages("glibc.malloc.hugetlb=0"),
+                         "glibc.malloc.hugetlb=0")
+
+    def test_a_test_process_starts_with_it(self) -> None:
+        seen = []
+        real = subprocess.Popen
+
+        def popen(argv, **kwargs):
+            if any(str(a).startswith("--kit_verdicts=") for a in argv):  # a test process
+                seen.append(kwargs["env"].get(protocol.TUNABLES_ENV))
+            return real(argv, **kwargs)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"))
+            with fake_env(FAKE_TESTS="pass"), mock.patch.object(subprocess, "Popen", popen):
+                runner.run([target], runner.RunOptions("student", 7, 2))
+        self.assertTrue(seen)
+        self.assertTrue(all(v and "glibc.malloc.hugetlb=1" in v for v in seen), seen)
 
 
 class EveryVerdictTest(unittest.TestCase):

@@ -9,6 +9,7 @@ Run all runner tests from the repository root:
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -185,6 +186,47 @@ class VerdictTest(unittest.TestCase):
 
 
 SAN_TESTS = "pass,memcheck,racecheck,perf"
+
+
+class WorkerFilterTest(unittest.TestCase):
+    """A graded judge's tool follows its worker alone, where the tool can be told so."""
+
+    def prefix(self, help_text: str, worker: Path | None) -> list[str]:
+        with mock.patch.object(sanitizer, "_options", return_value=frozenset(help_text.split())):
+            return sanitizer.graded_prefix("cs", "memcheck", Path("/tmp/log"), worker)
+
+    def test_the_filter_names_the_worker_as_far_as_its_process_name_keeps_it(self) -> None:
+        worker = Path("/b/bin/worker_01_indexing_reference")
+        argv = self.prefix("--kill --target-processes-filter", worker)
+        at = argv.index("--target-processes-filter")
+        self.assertEqual(argv[at + 1], "regex:worker_01_index")
+        self.assertEqual(argv[argv.index("--target-processes") + 1], "all")
+        # The judge (grade_01_indexing) does not match; the worker's full name and its process
+        # name (15 characters) both do.
+        pattern = re.compile(argv[at + 1].removeprefix("regex:"))
+        self.assertIsNone(pattern.search("grade_01_indexing"))
+        self.assertIsNotNone(pattern.search("worker_01_indexing_reference"))
+        self.assertIsNotNone(pattern.search("worker_01_index"))
+
+    def test_no_filter_without_a_worker_or_without_the_option(self) -> None:
+        worker = Path("/b/bin/worker_01_indexing")
+        self.assertNotIn("--target-processes-filter", self.prefix("--kill", worker))
+        self.assertNotIn("--target-processes-filter",
+                         self.prefix("--target-processes-filter", None))
+
+    def test_a_judge_is_told_it_is_sanitized_and_a_plain_binary_is_not(self) -> None:
+        calls = []
+
+        def run_alone(binary, test_ids, seed, timeout_s, extra, prefix):
+            calls.append(list(extra))
+            return protocol.Outcome(Status.PASSED), 0
+
+        with mock.patch.object(protocol, "run_alone", side_effect=run_alone), \
+                mock.patch.object(sanitizer, "_options", return_value=frozenset()):
+            sanitizer.run_test("cs", "memcheck", Path("/b/grade"), "A.B", 1, 5.0,
+                               ["--kit_worker=/b/w"], "01", Path("/b/w"))
+            sanitizer.run_test("cs", "memcheck", Path("/b/fake"), "A.B", 1, 5.0, [], "01")
+        self.assertEqual(calls, [["--kit_worker=/b/w", sanitizer.SANITIZED_FLAG], []])
 
 
 class SanitizerRunTest(unittest.TestCase):

@@ -51,22 +51,38 @@ class DeviceBuffer {
       : DeviceBuffer(host.size(), where) {
     upload(host);
   }
+  /// `n` elements of the judge's own, from cudaMalloc rather than the installed allocator: memory
+  /// a judge (kit/remote.h) can neither hand to its worker nor have it map, since it shares only
+  /// the allocator's memory. For what a check compares against (expected values, an input's
+  /// original), which nothing the student's code does may reach.
+  static DeviceBuffer judge_only(std::size_t n) {
+    DeviceBuffer buffer;
+    buffer.n_ = n;
+    buffer.judge_only_ = true;
+    if (n > 0) KIT_CUDA_CHECK(cudaMalloc(&buffer.base_, n * sizeof(T)));
+    buffer.ptr_ = static_cast<T*>(buffer.base_);
+    return buffer;
+  }
   ~DeviceBuffer() { release(); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : ptr_(std::exchange(other.ptr_, nullptr)),
         base_(std::exchange(other.base_, nullptr)),
-        n_(std::exchange(other.n_, 0)) {}
+        n_(std::exchange(other.n_, 0)),
+        judge_only_(std::exchange(other.judge_only_, false)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       release();
       ptr_ = std::exchange(other.ptr_, nullptr);
       base_ = std::exchange(other.base_, nullptr);
       n_ = std::exchange(other.n_, 0);
+      judge_only_ = std::exchange(other.judge_only_, false);
     }
     return *this;
   }
+  /// Made by judge_only().
+  bool is_judge_only() const noexcept { return judge_only_; }
 
   T* data() noexcept { return ptr_; }
   const T* data() const noexcept { return ptr_; }
@@ -87,13 +103,18 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    detail::device_release(base_);  // no throw from a destructor
+    // No throw from a destructor.
+    if (judge_only_)
+      cudaFree(base_);
+    else
+      detail::device_release(base_);
     ptr_ = nullptr;
     base_ = nullptr;
   }
   T* ptr_ = nullptr;
   void* base_ = nullptr;  ///< the allocation's start, where ptr_ is unless placed at its end
   std::size_t n_ = 0;
+  bool judge_only_ = false;
 };
 
 /// Page-locked (pinned) host memory for `n` elements of T, freed on destruction. Move-only.

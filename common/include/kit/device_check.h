@@ -7,9 +7,9 @@
 /// does it on the GPU, in its own context and its own buffers:
 /// - draw_floats() fills a device buffer with exactly the values Random::floats() would draw (the
 ///   same generator, `Random::value_after`, run on the device), so a seed replays the run, and
-///   DeviceDraw::at() gives any element on the host;
-/// - the test computes its expected values with a kernel of its own into a buffer the worker is
-///   never handed, *before* the student's call (so a call that rewrites its inputs cannot move
+///   Drawn::at() gives any element on the host;
+/// - the test computes its expected values with a kernel of its own into a judge-only buffer
+///   (DeviceBuffer::judge_only: the worker can never map it), *before* the student's call (so a call that rewrites its inputs cannot move
 ///   them), and spot_check() compares a sample of them with the CPU's rule on every run;
 /// - output_matches() and input_unchanged() compare on the GPU by compare_values()'s rule
 ///   (outside_tolerance, poison marks unwritten elements). Only when something is wrong do they
@@ -33,6 +33,7 @@
 #include "kit/buffers.h"
 #include "kit/check.h"
 #include "kit/compare.h"
+#include "kit/huge.h"
 #include "kit/launch.h"
 #include "kit/poison.h"
 #include "kit/random.h"
@@ -43,13 +44,6 @@ namespace kit {
 
 /// The grid of the judge's draw, copy and check kernels (grid-stride loops).
 inline constexpr unsigned kDeviceCheckBlocks = 2048, kDeviceCheckThreads = 256;
-
-/// A draw made on the device: element i is at(i), computed on the host without reading the GPU.
-struct DeviceDraw {
-  std::uint64_t base = 0;
-  float lo = 0, hi = 0;
-  float at(std::size_t i) const { return Random::to_uniform(Random::value_after(base, i + 1), lo, hi); }
-};
 
 namespace detail {
 static __global__ void draw_floats_kernel(float* p, std::size_t n, std::uint64_t base, float lo,
@@ -68,14 +62,20 @@ __device__ bool poisoned_on_device(const T& value) {
   return bits == Patterns<T>::poison_bits;
 }
 
-/// Adds to *bad the number of i < n for which wrong(i) holds.
+/// Counts the i < n for which wrong(i) holds into count_wrong()'s counter ({count, first}), one
+/// atomic pair per thread rather than one per wrong element.
 template <class Rule>
-static __global__ void count_where_kernel(std::size_t n, Rule wrong, unsigned long long* bad) {
-  unsigned long long mine = 0;
+static __global__ void count_where_kernel(std::size_t n, Rule wrong, unsigned long long* counter) {
+  unsigned long long mine = 0, first = ~0ull;
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x)
-    mine += wrong(i) ? 1 : 0;
-  if (mine != 0) atomicAdd(bad, mine);
+    if (wrong(i)) {
+      if (mine++ == 0) first = i;
+    }
+  if (mine != 0) {
+    atomicAdd(&counter[0], mine);
+    atomicMin(&counter[1], first);
+  }
 }
 
 /// compare_values()'s rule for element i: unwritten, or outside (abs, rel) of the expected value.
@@ -93,18 +93,15 @@ struct OutsideTolerance {
 }  // namespace detail
 
 /// How many i < n satisfy `wrong(i)`, a device functor (a struct whose `__device__ bool
-/// operator()(std::size_t i) const` reads the judge's device arrays), counted on the GPU.
+/// operator()(std::size_t i) const` reads the judge's device arrays), counted on the GPU through
+/// count_wrong() (kit/huge.h).
 template <class Rule>
 unsigned long long count_where(std::size_t n, const Rule& wrong) {
-  static unsigned long long* counter = nullptr;  // the judge's, for as long as its context lives
-  if (counter == nullptr) KIT_CUDA_CHECK(cudaMalloc(&counter, sizeof *counter));
   if (n == 0) return 0;
-  KIT_CUDA_CHECK(cudaMemset(counter, 0, sizeof *counter));
-  detail::count_where_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(n, wrong, counter);
-  KIT_CHECK_LAUNCH("the grader's check kernel");
-  unsigned long long count = 0;
-  KIT_CUDA_CHECK(cudaMemcpy(&count, counter, sizeof count, cudaMemcpyDeviceToHost));
-  return count;
+  return count_wrong([&](unsigned long long* counter) {
+           detail::count_where_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(n, wrong,
+                                                                                   counter);
+         }).count;
 }
 
 /// Whether every one of n elements of `got` is written and within `tol` of `expected` (device
@@ -117,8 +114,8 @@ bool within_on_device(const E* expected, const G* got, std::size_t n, const Tole
 
 /// Fills `out` with the next out.size() values of rng.uniform(lo, hi) (the values rng.floats()
 /// would return), on the device, and advances rng past them.
-inline DeviceDraw draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, float hi) {
-  const DeviceDraw draw{rng.advance(out.size()), lo, hi};
+inline Drawn draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, float hi) {
+  const Drawn draw{rng.advance(out.size()), lo, hi};
   if (out.size() == 0) return draw;
   detail::draw_floats_kernel<<<kDeviceCheckBlocks, kDeviceCheckThreads>>>(out.data(), out.size(),
                                                                           draw.base, lo, hi);
@@ -128,11 +125,11 @@ inline DeviceDraw draw_floats(Random& rng, DeviceBuffer<float>& out, float lo, f
   return draw;
 }
 
-/// A copy of `from` in a new device buffer of the judge (the original of an input, to check that
-/// the student's call left it unchanged).
+/// A copy of `from` in a new judge-only buffer (DeviceBuffer::judge_only): the original of an
+/// input, to check that the student's call left it unchanged.
 template <class T>
 DeviceBuffer<T> device_copy(const DeviceBuffer<T>& from) {
-  DeviceBuffer<T> to(from.size());
+  auto to = DeviceBuffer<T>::judge_only(from.size());
   if (from.size() > 0)
     KIT_CUDA_CHECK(cudaMemcpy(to.data(), from.data(), from.bytes(), cudaMemcpyDeviceToDevice));
   return to;
@@ -158,25 +155,46 @@ void spot_check(const DeviceBuffer<T>& expected, Random& rng, const Cpu& cpu, in
   }
 }
 
-/// output_matches() against expected values the judge computed on the device. A passing output
-/// is checked there; any other is read back with `expected`, and the CPU comparison writes the
-/// message, as the host overload does.
+/// Throws unless `reference` is judge-only: what a check compares against must be memory the
+/// worker can never reach (DeviceBuffer::judge_only), or the student's code could write the
+/// answer it is checked against.
+template <class T>
+void require_judge_only(const DeviceBuffer<T>& reference) {
+  if (!reference.is_judge_only())
+    throw std::logic_error("kit grader: a device check's expected values or original input are "
+                           "not in a DeviceBuffer::judge_only buffer");
+}
+
+/// Whether `out` passes against `expected` (judge-only) on the device: no write outside it, every
+/// element written and within `tol`. The pass path of a check whose failure path reads both back
+/// and writes its message on the CPU.
+template <class T>
+bool passes_on_device(const DeviceBuffer<T>& expected, const GuardedBuffer<T>& out,
+                      const Tolerance& tol) {
+  require_judge_only(expected);
+  return expected.size() == out.size() && out.guard_writes().empty() &&
+         within_on_device(expected.data(), out.data(), out.size(), tol);
+}
+
+/// output_matches() against expected values the judge computed on the device (judge-only). A
+/// passing output is checked there; any other is read back with `expected`, and the CPU
+/// comparison writes the message, as the host overload does.
 template <class T>
 ::testing::AssertionResult output_matches(const std::string& what, const DeviceBuffer<T>& expected,
                                           const GuardedBuffer<T>& out, const Tolerance& tol,
                                           const Shape& shape, const Launch& launch) {
-  if (expected.size() == out.size() && out.guard_writes().empty() &&
-      within_on_device(expected.data(), out.data(), out.size(), tol)) {
+  if (passes_on_device(expected, out, tol)) {
     trace("checked " + std::to_string(out.size()) + " " + what + " on the device");
     return ::testing::AssertionSuccess();
   }
   return output_matches(what, expected.download(), out, tol, shape, launch);
 }
 
-/// input_unchanged() against a device copy of the original input (device_copy()).
+/// input_unchanged() against a judge-only copy of the original input (device_copy()).
 template <class T>
 ::testing::AssertionResult input_unchanged(const std::string& what, const DeviceBuffer<T>& input,
                                            const DeviceBuffer<T>& original) {
+  require_judge_only(original);
   const Tolerance exact = Tolerance::exact("inputs are read-only");
   if (input.size() == original.size() &&
       within_on_device(original.data(), input.data(), input.size(), exact))

@@ -83,4 +83,13 @@ class Random {
   std::uint64_t state_;
 };
 
+/// Values drawn elsewhere by the generator's rule (on the device: kit/device_check.h; in a worker:
+/// lab 07's fill_input), known here by the state they started from: element i is at(i), the
+/// value Random::floats() would have put there, computed without reading them.
+struct Drawn {
+  std::uint64_t base = 0;
+  float lo = 0, hi = 0;
+  float at(std::size_t i) const { return Random::to_uniform(Random::value_after(base, i + 1), lo, hi); }
+};
+
 }  // namespace kit

@@ -74,11 +74,16 @@ const std::vector<TestMeta>& registered_tests();
 /// A random generator for the running test, from the run's seed and the test's full name.
 Random test_random();
 
-/// True when compute-sanitizer has loaded its library into this process (Linux). Under it, kernels
+/// True when compute-sanitizer has loaded its library into this process (Linux), or the runner
+/// said it started this process under the tool (set_sanitized). Under it, kernels
 /// and copies take many times longer, so a check that compares durations means nothing there: a
 /// test may leave such a check out, and must then end skipped (never passed), so that a process
 /// that only looks sanitized earns nothing by it.
 bool under_compute_sanitizer();
+/// Marks this process as started by the runner under compute-sanitizer (the judge's
+/// --kit_sanitized flag): under_compute_sanitizer() is then true, also where the tool follows the
+/// worker alone and leaves no library in the judge.
+void set_sanitized(bool sanitized);
 
 /// Base fixture for tests that need no GPU.
 class HostTest : public ::testing::Test {};
