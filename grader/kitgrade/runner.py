@@ -10,9 +10,9 @@ initcheck) run beside those (after them with fail_fast), each alone in a process
 compute-sanitizer, several labs' side by side (kitgrade.sanitizer gives their verdicts); its timed
 ones (correctness judged by durations, which a test beside them would disturb) run afterwards,
 one at a time; then its counter tests, each in a process of its own under Nsight Compute, a few
-labs' side by side (kitgrade.counters gives their verdicts); its perf tests run last, one at a time with nothing else running, and only
-if every correctness test that ran passed (counter tests are not among them: they neither gate
-the perf tests nor wait for them).
+labs' side by side (kitgrade.counters gives their verdicts); its perf tests run last, one at a
+time with nothing else running, and only if every correctness test that ran passed (counter
+tests are not among them: they neither gate the perf tests nor wait for them).
 """
 
 from __future__ import annotations
@@ -396,10 +396,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
     own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
-    then, one lab at a time with nothing else
-    on the GPU, its timed tests; then the counter tests (each under Nsight Compute, up to
-    COUNTER_SESSIONS at once); then, one lab at a time, if every correctness test of the lab
-    passed, its perf tests. `timings` gets the seconds of each phase
+    then, one lab at a time with nothing else on the GPU, its timed tests; then the counter tests
+    (each under Nsight Compute, up to COUNTER_SESSIONS at once); then, one lab at a time, if every
+    correctness test of the lab passed, its perf tests. `timings` gets the seconds of each phase
     (RunResult.timings)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
