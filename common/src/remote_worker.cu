@@ -36,6 +36,7 @@
 
 #include "driver_vmm.h"
 #include "kit/remote.h"
+#include "kit/timing.h"
 
 #if KIT_HAVE_CUPTI
 #include <cupti.h>
@@ -742,6 +743,7 @@ int main() {
   w.have_device = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   cudaGetLastError();
   if (w.have_device) cudaFree(nullptr);  // the driver and its first threads start now
+  kit::trace("worker context");          // KIT_TRACE: opened before the sandbox closes files
   if (kit_confine_files) {
     const int landlock = apply_landlock();
     char files[128];

@@ -8,12 +8,26 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "remote.h"
 
 lab04_probe::TileSizes lab04_probe::tile_sizes(int) {
   return {lab04::kTile,    lab04::kBlockM,  lab04::kBlockN,      lab04::kBlockK,
           lab04::kThreadM, lab04::kThreadN, lab04::kBlockThreads};
+}
+
+std::vector<lab04::MatIndex> lab04_probe::tile_elements(unsigned row0, unsigned col0,
+                                                       unsigned ty, unsigned tx, unsigned tile,
+                                                       unsigned phases) {
+  std::vector<lab04::MatIndex> out;
+  out.reserve(2 * std::size_t{phases} * tile);
+  for (unsigned p = 0; p < phases; ++p)
+    for (unsigned j = 0; j < tile; ++j) {
+      out.push_back(lab04::a_tile_element(row0, p, ty, j, tile));
+      out.push_back(lab04::b_tile_element(col0, p, j, tx, tile));
+    }
+  return out;
 }
 
 float lab04_probe::load_or_zero_on_host(std::vector<float> storage, unsigned rows, unsigned cols,

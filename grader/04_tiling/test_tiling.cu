@@ -17,6 +17,8 @@
 // it (a plain run of this binary skips it) and holds its shared-memory bank conflicts to a bar.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -398,16 +400,31 @@ std::string replay_element(const Shape3& s, unsigned tile, unsigned r, unsigned 
   where << "C(" << r << "," << c << ") of a " << s.name() << " product, tile " << tile << " (block ("
         << c / tile << "," << r / tile << "), thread (" << tx << "," << ty << ")): ";
   const unsigned phases = lab04::phase_count(s.k, tile);
+  // The worker answers for all of the thread's phases in one call (lab04_probe::tile_elements).
+  // More than 2^20 positions is no tiling of k <= 1100: say so rather than wait for them.
+  if (std::uint64_t{phases} * tile > (std::uint64_t{1} << 20))
+    return where.str() + "phase_count(" + std::to_string(s.k) + ", " + std::to_string(tile) +
+           ") = " + std::to_string(phases) + " phases of " + std::to_string(tile) +
+           " positions each, far more than k = " + std::to_string(s.k) + " needs";
+  const std::vector<MatIndex> elements =
+      lab04_probe::tile_elements(row0, col0, ty, tx, tile, phases);
+  if (elements.size() != 2 * std::size_t{phases} * tile)
+    return where.str() + "the worker's answer has " + std::to_string(elements.size()) +
+           " tile elements, not " + std::to_string(2 * std::size_t{phases} * tile);
   for (unsigned p = 0; p < phases; ++p)
     for (unsigned j = 0; j < tile; ++j) {
-      const MatIndex ea = lab04::a_tile_element(row0, p, ty, j, tile);
-      const MatIndex eb = lab04::b_tile_element(col0, p, j, tx, tile);
-      std::ostringstream step;
-      step << "in phase " << p << ", a_tile[" << ty << "][" << j << "] holds A(" << ea.row << ","
-           << ea.col << ") and b_tile[" << j << "][" << tx << "] holds B(" << eb.row << "," << eb.col << ")";
-      if (ea.row != r) return where.str() + step.str() + ", but this row of C needs row " + std::to_string(r) + " of A";
-      if (eb.col != c) return where.str() + step.str() + ", but this column of C needs column " + std::to_string(c) + " of B";
-      if (ea.col != eb.row) return where.str() + step.str() + ": A's column and B's row must be the same index";
+      const MatIndex ea = elements[2 * (std::size_t{p} * tile + j)];
+      const MatIndex eb = elements[2 * (std::size_t{p} * tile + j) + 1];
+      auto step = [&] {
+        std::ostringstream text;
+        text << "in phase " << p << ", a_tile[" << ty << "][" << j << "] holds A(" << ea.row << ","
+             << ea.col << ") and b_tile[" << j << "][" << tx << "] holds B(" << eb.row << ","
+             << eb.col << ")";
+        return where.str() + text.str();
+      };
+      if (ea.row != r) return step() + ", but this row of C needs row " + std::to_string(r) + " of A";
+      if (eb.col != c) return step() + ", but this column of C needs column " + std::to_string(c) + " of B";
+      if (ea.col != eb.row) return step() + ": A's column and B's row must be the same index";
       if (ea.col < s.k) ++used[ea.col];
     }
   for (unsigned x = 0; x < s.k; ++x)

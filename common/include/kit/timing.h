@@ -29,9 +29,11 @@ struct Timed {
 };
 
 /// Where a test's time goes, for whoever maintains the graders: when the environment has
-/// KIT_TRACE=FILE, appends "<pid> <ms since the first trace> <what>" to FILE; otherwise does
-/// nothing. The graders' own steps call it (inputs drawn, outputs checked, timing begun and
-/// ended, tests started and finished); `kit.py bench-grader --trace` reads the lines back.
+/// KIT_TRACE=FILE, appends "<pid> <ms of the monotonic clock> <what>" to FILE; otherwise does
+/// nothing. The clock is the one every process shares, so the lines of a grading's judges and
+/// workers make one timeline. The graders' own steps call it (main, worker started, worker
+/// context made, inputs drawn, outputs checked, timing begun and ended, tests started and
+/// finished).
 void trace(const std::string& what);
 
 /// 7, or 0 (no early stop) when KIT_PERF_FULL=1 is set in the grader's environment.
