@@ -37,6 +37,21 @@ def grade(labs: list[str], tmp: Path, jobs: int = 4, timeout_s: float | None = N
     return runner.run(targets, options).labs
 
 
+class SliceTest(unittest.TestCase):
+    """A lab's tests split over processes: each exactly once, neighbours apart."""
+
+    def test_interleaves_and_covers_every_test_once(self) -> None:
+        specs = [protocol.TestSpec(f"S.t{i}", "lab.1", "gpu", 1, "", False) for i in range(7)]
+        parts = [runner._slice(specs, i, 3) for i in range(3)]
+        self.assertEqual([[s.id for s in p] for p in parts],
+                         [["S.t0", "S.t3", "S.t6"], ["S.t1", "S.t4"], ["S.t2", "S.t5"]])
+        self.assertEqual(sorted(s.id for p in parts for s in p), sorted(s.id for s in specs))
+
+    def test_more_shards_than_tests_leaves_parts_empty(self) -> None:
+        specs = [protocol.TestSpec("S.t0", "lab.1", "gpu", 1, "", False)]
+        self.assertEqual([len(runner._slice(specs, i, 2)) for i in range(2)], [1, 0])
+
+
 class HugePagesTest(unittest.TestCase):
     """Test processes get glibc's huge-page tunable, without losing the caller's tunables."""
 
