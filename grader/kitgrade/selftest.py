@@ -67,7 +67,14 @@ FAKE_TIMEOUT_S = 5.0
 
 FAKE_LAB = Lab(
     id="fake", title="Fake lab (faults on purpose)", timeout_s=FAKE_TIMEOUT_S, student_files=(),
-    steps=tuple(Step(f"fake.{n}", f"fake step {n}", ("-",)) for n in (1, 2, 3)))
+    steps=tuple(Step(f"fake.{n}", f"fake step {n}", ("-",)) for n in (1, 2, 3, 4)))
+"""Steps 1-3: tests that pass, host faults, GPU faults; 4: the tests that never end (a host
+hang, a kernel deadlocked at a barrier, a kernel that spins). The hangs have a step of their own
+because a kernel that never ends slows the GPU for the processes beside it: on four H200s (session
+20) IllegalAddress, run beside the two spinning kernels, ran out of its 5 s before the fault
+surfaced. A timeout alone in its step, with hangs elsewhere in the run, is graded again alone
+(runner._regrade_lone_timeouts), so that neighbour's timeout is settled as it would be for a
+student's lab."""
 
 
 @dataclass

@@ -54,7 +54,7 @@ KIT_TEST(FakeHost, Segfaults, "fake.2", host, 1, "a test that dereferences a nul
   }
 }
 
-KIT_TEST(FakeHost, Hangs, "fake.2", host, 1, "a test that never returns") {
+KIT_TEST(FakeHost, Hangs, "fake.4", host, 1, "a test that never returns") {
   while (armed()) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
@@ -155,7 +155,7 @@ __global__ void spin_kernel(volatile int* flag) {
   }
 }
 
-KIT_TEST(FakeGpu, KernelDeadlocksOnABarrierInABranch, "fake.3", gpu, 1,
+KIT_TEST(FakeGpu, KernelDeadlocksOnABarrierInABranch, "fake.4", gpu, 1,
          "a kernel whose barrier sits in a branch that only one warp takes") {
   if (!armed()) return;
   kit::DeviceBuffer<int> flag(1);
@@ -165,7 +165,7 @@ KIT_TEST(FakeGpu, KernelDeadlocksOnABarrierInABranch, "fake.3", gpu, 1,
   KIT_CUDA_CHECK(cudaDeviceSynchronize());  // never returns
 }
 
-KIT_TEST(FakeGpu, KernelLoopsForever, "fake.3", gpu, 1, "a kernel that spins on a flag nobody sets") {
+KIT_TEST(FakeGpu, KernelLoopsForever, "fake.4", gpu, 1, "a kernel that spins on a flag nobody sets") {
   if (!armed()) return;
   kit::DeviceBuffer<int> flag(1);
   KIT_CUDA_CHECK(cudaMemset(flag.data(), 0, sizeof(int)));
