@@ -613,10 +613,10 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
   // The judge's own context gets KIT_JUDGE_CONNECTIONS hardware work queues (default 1; 0: the
   // driver's default, 8). The driver makes contexts one at a time, and one with a single queue is
   // made in about half the time (docs/instructors.md: 16 at once on an H100, 0.7-1.0 s each
-  // instead of 2.0-2.6). The judge never needs two of its own streams to run side by side, so one queue costs
-  // it nothing. Set before the judge's first CUDA call; the worker gets the variable back as the
-  // judge found it (start_worker): the student's streams, and the stream check's hold beside a
-  // kernel on a wrong stream, need the queues.
+  // instead of 2.0-2.6). The judge never needs two of its own streams to run side by side, so
+  // one queue costs it nothing. Set before the judge's first CUDA call; the worker gets the
+  // variable back as the judge found it (start_worker): the student's streams, and the stream
+  // check's hold beside a kernel on a wrong stream, need the queues.
   const char* queues = std::getenv("KIT_JUDGE_CONNECTIONS");
   if (queues == nullptr || *queues == '\0') queues = "1";
   if (std::strcmp(queues, "0") != 0) {
