@@ -222,8 +222,11 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         forged = json.dumps(gtest_json(test_id, "COMPLETED", [], props)).encode()
         if key == "wrong_key":
             forged += b"\nkit-hmac-sha256 " + sign(b"0" * 64, forged)
-        with open(next_verdict(), "wb") as f:
+        # Written whole and renamed into place, as the kit's main() does: the runner reads a
+        # verdict file as soon as it appears, and must judge the forgery, not a half-written file.
+        with open(next_verdict() + ".partial", "wb") as f:
             f.write(forged + b"\n")
+        os.rename(next_verdict() + ".partial", next_verdict())
         os._exit(0)
     if key == "eraser":
         # A signed verdict of a test that passed, renamed as another test's cannot pass that one
