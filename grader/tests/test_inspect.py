@@ -104,6 +104,53 @@ class InspectObjectsTest(unittest.TestCase):
         self.assertIsNotNone(result.verdict())
 
 
+class InspectionCacheTest(InspectObjectsTest):
+    """What an object calls and runs before main() is kept per object's bytes in the build
+    directory, and read back only for the same bytes, name, module and tools."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        (self.tmp / "CMakeCache.txt").write_text("")  # the archive's folder is a build directory
+        self.cache = self.tmp / inspect.CACHE_DIR
+        self.calls = 0
+        real = inspect.inspect_object
+
+        def counted(*args):
+            self.calls += 1
+            return real(*args)
+        patcher = unittest.mock.patch.object(inspect, "inspect_object", counted)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_the_same_object_is_read_back_and_a_refusal_stays_a_refusal(self) -> None:
+        source, expected = ATTACKS["dlsym"]
+        archive = self.archive(source)
+        first = inspect.check(self.lab, archive).verdict()
+        second = inspect.check(self.lab, archive).verdict()
+        self.assertEqual(self.calls, 1)
+        self.assertEqual(first, second)
+        self.assertIn(expected, second[0] + second[1])
+        self.assertEqual(len(list(self.cache.glob("*.json"))), 1)
+
+    def test_other_bytes_or_another_name_are_inspected_again(self) -> None:
+        inspect.check(self.lab, self.archive(CLEAN))
+        self.assertIsNotNone(inspect.check(self.lab, self.archive(ATTACKS["dlsym"][0])).verdict())
+        inspect.check(self.lab, self.archive(ATTACKS["dlsym"][0]), {"student.cpp": "labs/y.cpp"})
+        self.assertEqual(self.calls, 3)
+
+    def test_a_damaged_cache_file_is_ignored_and_written_again(self) -> None:
+        archive = self.archive(ATTACKS["dlsym"][0])
+        inspect.check(self.lab, archive)
+        (entry,) = self.cache.glob("*.json")
+        damaged = ("[{\"where\": 1}]", "not json", "{}", "null", "[1]",
+                   "[{\"where\": \"a\", \"what\": \"b\"}]")
+        for damage in damaged:
+            entry.write_text(damage)
+            verdict = inspect.check(self.lab, archive).verdict()
+            self.assertIsNotNone(verdict, damage)
+        self.assertEqual(self.calls, 1 + len(damaged))
+
+
 @unittest.skipUnless(shutil.which("g++") and shutil.which("ar") and shutil.which("objdump"),
                      "needs g++ and binutils")
 class SealedIncludesTest(unittest.TestCase):
