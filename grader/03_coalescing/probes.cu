@@ -38,3 +38,32 @@ std::vector<lab03::MatIndex> lab03_probe::matmul_elements(dim3 grid, dim3 block,
   }
   return said;
 }
+
+std::vector<std::uint64_t> lab03_probe::aos_to_soa_sources(unsigned grid_x, dim3 block, unsigned n,
+                                                           std::uint64_t first_block,
+                                                           std::uint64_t blocks) {
+  const std::uint64_t end =
+      first_block < grid_x ? first_block + std::min<std::uint64_t>(blocks, grid_x - first_block)
+                           : first_block;
+  std::vector<std::uint64_t> said;
+  said.reserve((end - first_block) * block.x);
+  for (std::uint64_t b = first_block; b < end; ++b)
+    for (unsigned t = 0; t < block.x; ++t)
+      said.push_back(lab03::aos_to_soa_source(make_uint3(unsigned(b), 0, 0), block,
+                                              make_uint3(t, 0, 0), n));
+  return said;
+}
+
+std::vector<lab03::TileMove> lab03_probe::tile_moves(uint3 block, dim3 threads, unsigned passes,
+                                                     bool store) {
+  std::vector<lab03::TileMove> said;
+  said.reserve(std::size_t{passes} * threads.x * threads.y);
+  for (unsigned pass = 0; pass < passes; ++pass)
+    for (unsigned ty = 0; ty < threads.y; ++ty)
+      for (unsigned tx = 0; tx < threads.x; ++tx) {
+        const uint3 thread = make_uint3(tx, ty, 0);
+        said.push_back(store ? lab03::tile_store(block, thread, pass)
+                             : lab03::tile_load(block, thread, pass));
+      }
+  return said;
+}

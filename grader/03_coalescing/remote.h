@@ -24,6 +24,17 @@ unsigned padded_pitch(int unused);
 std::vector<lab03::MatIndex> matmul_elements(dim3 grid, dim3 block, std::uint64_t first_block,
                                              std::uint64_t blocks);
 
+/// What the student's aos_to_soa_source says for the threads 0 .. block.x - 1 of blocks
+/// first_block .. first_block + blocks - 1 (x only; fewer at the end of a grid of grid_x), block
+/// after block, for n particles. In slices, as matmul_elements.
+std::vector<std::uint64_t> aos_to_soa_sources(unsigned grid_x, dim3 block, unsigned n,
+                                              std::uint64_t first_block, std::uint64_t blocks);
+
+/// What the student's tile_load (store false) or tile_store says for every thread (tx, ty) of
+/// `threads` in block `block`, each pass below `passes`: pass after pass, then ty, tx fastest.
+/// One call per block and direction, where the judge made one per thread and pass.
+std::vector<lab03::TileMove> tile_moves(uint3 block, dim3 threads, unsigned passes, bool store);
+
 }  // namespace lab03_probe
 
 namespace kit::remote {
@@ -66,4 +77,7 @@ struct Codec<lab03::ParticlesSoA> {
   X(lab03, tile_store, lab03::TileMove, (uint3, uint3, unsigned))                                \
   X(lab03_probe, padded_pitch, unsigned, (int))                                                  \
   X(lab03_probe, matmul_elements, std::vector<lab03::MatIndex>,                                 \
-    (dim3, dim3, std::uint64_t, std::uint64_t))
+    (dim3, dim3, std::uint64_t, std::uint64_t))                                                   \
+  X(lab03_probe, aos_to_soa_sources, std::vector<std::uint64_t>,                                 \
+    (unsigned, dim3, unsigned, std::uint64_t, std::uint64_t))                                     \
+  X(lab03_probe, tile_moves, std::vector<lab03::TileMove>, (uint3, dim3, unsigned, bool))

@@ -264,12 +264,17 @@ KIT_TEST(CoalescingHost, AosToSoaCopiesEveryFloatOnce, "coalescing.1", host, 2,
     const kit::Launch launch = lab03::aos_to_soa_config(n);
     const std::size_t floats = std::size_t(lab03::kParticleFields) * n;
     std::vector<int> copies(floats, 0);
-    for (unsigned b = 0; b < launch.grid.x; ++b)
-      for (unsigned t = 0; t < launch.block.x; ++t) {
-        const std::size_t f =
-            lab03::aos_to_soa_source(make_uint3(b, 0, 0), launch.block, make_uint3(t, 0, 0), n);
+    // The worker answers for up to 2^20 threads a call (lab03_probe::aos_to_soa_sources).
+    const std::uint64_t per_call = std::max<std::uint64_t>(1, (1u << 20) / std::max(1u, launch.block.x));
+    for (std::uint64_t b = 0; b < launch.grid.x; b += per_call) {
+      const std::vector<std::uint64_t> sources =
+          lab03_probe::aos_to_soa_sources(launch.grid.x, launch.block, n, b, per_call);
+      const std::uint64_t blocks = std::min<std::uint64_t>(per_call, launch.grid.x - b);
+      ASSERT_EQ(sources.size(), blocks * launch.block.x) << "the worker's answer for blocks " << b
+                                                         << " on has the wrong length";
+      for (const std::uint64_t f : sources)
         if (f < floats) ++copies[f];
-      }
+    }
     const auto missing = std::count(copies.begin(), copies.end(), 0);
     const auto twice = std::count_if(copies.begin(), copies.end(), [](int c) { return c > 1; });
     EXPECT_TRUE(missing == 0 && twice == 0)
@@ -811,10 +816,22 @@ SimulatedTranspose simulate_tiled(unsigned rows, unsigned cols, unsigned pitch) 
       std::vector<std::int64_t> tile(std::max(std::size_t(lab03::kTile) * pitch,
                                               std::size_t(lab03::kTile - 1) * pitch + lab03::kTile),
                                      kEmpty);
+      // The worker answers for the whole block, each direction in one call (lab03_probe).
+      const std::size_t moves = std::size_t{lab03::kTilePasses} * launch.block.x * launch.block.y;
+      const std::vector<lab03::TileMove> loads =
+          lab03_probe::tile_moves(block, launch.block, lab03::kTilePasses, false);
+      const std::vector<lab03::TileMove> stores =
+          lab03_probe::tile_moves(block, launch.block, lab03::kTilePasses, true);
+      if (loads.size() != moves || stores.size() != moves) {
+        note("the worker's answer for block (" + std::to_string(bx) + ", " + std::to_string(by) +
+             ") has the wrong length");
+        return sim;
+      }
+      std::size_t next = 0;
       for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass)
         for (unsigned ty = 0; ty < launch.block.y; ++ty)
           for (unsigned tx = 0; tx < launch.block.x; ++tx) {
-            const lab03::TileMove m = lab03::tile_load(block, make_uint3(tx, ty, 0), pass);
+            const lab03::TileMove m = loads[next++];
             if (m.global.row >= rows || m.global.col >= cols) continue;
             if (m.tile.row >= lab03::kTile || m.tile.col >= lab03::kTile) {
               note("tile_load puts input (" + std::to_string(m.global.row) + ", " +
@@ -824,10 +841,11 @@ SimulatedTranspose simulate_tiled(unsigned rows, unsigned cols, unsigned pitch) 
             }
             tile[tile_offset(m.tile, pitch)] = std::int64_t(m.global.row) * cols + m.global.col;
           }
+      next = 0;
       for (unsigned pass = 0; pass < lab03::kTilePasses; ++pass)
         for (unsigned ty = 0; ty < launch.block.y; ++ty)
           for (unsigned tx = 0; tx < launch.block.x; ++tx) {
-            const lab03::TileMove m = lab03::tile_store(block, make_uint3(tx, ty, 0), pass);
+            const lab03::TileMove m = stores[next++];
             if (m.global.row >= cols || m.global.col >= rows) continue;
             if (m.tile.row >= lab03::kTile || m.tile.col >= lab03::kTile) {
               note("tile_store takes tile position (" + std::to_string(m.tile.row) + ", " +
