@@ -340,3 +340,10 @@ void lab07_probe::release(int id) {
 lab07::PipelineConfig lab07_probe::perf_config(int) {
   return lab07::perf_config();
 }
+
+std::vector<lab07::ChunkRange> lab07_probe::chunk_ranges(std::size_t n, int chunks) {
+  std::vector<lab07::ChunkRange> ranges;
+  ranges.reserve(static_cast<std::size_t>(std::max(chunks, 0)));
+  for (int c = 0; c < chunks; ++c) ranges.push_back(lab07::chunk_range(n, chunks, c));
+  return ranges;
+}

@@ -154,6 +154,10 @@ void release(int id);
 /// lab07::perf_config() (a function without parameters cannot be listed itself).
 lab07::PipelineConfig perf_config(int unused);
 
+/// lab07::chunk_range(n, chunks, c) for c = 0 .. chunks - 1, in order: one call where the judge
+/// made one per chunk (1000 random cases of up to 64 chunks in PipelineHost).
+std::vector<lab07::ChunkRange> chunk_ranges(std::size_t n, int chunks);
+
 }  // namespace lab07_probe
 
 namespace kit::remote {
@@ -235,6 +239,7 @@ struct Codec<lab07_probe::HostContents> {
 // require_pinned calls it; the tests ask it about host memory through is_pinned_cases instead.
 #define KIT_LAB_REMOTE(X)                                                                  \
   X(lab07, chunk_range, lab07::ChunkRange, (std::size_t, int, int))                        \
+  X(lab07_probe, chunk_ranges, std::vector<lab07::ChunkRange>, (std::size_t, int))         \
   X(lab07, is_pinned, bool, (const void*))                                                 \
   X(lab07_probe, is_pinned_cases, lab07_probe::PinnedAnswers, (std::size_t, const float*)) \
   X(lab07_probe, make_buffers, lab07_probe::BuffersReport, (std::size_t))                  \

@@ -492,8 +492,12 @@ std::string chunking_problem(std::size_t n, int chunks) {
   const std::size_t largest = (n + static_cast<std::size_t>(chunks) - 1) / chunks;
   std::ostringstream ranges, problem;
   std::size_t next = 0;
+  const std::vector<lab07::ChunkRange> all = lab07_probe::chunk_ranges(n, chunks);
+  if (all.size() != static_cast<std::size_t>(chunks))
+    return "the worker's answer has " + std::to_string(all.size()) + " chunks, not " +
+           std::to_string(chunks);
   for (int c = 0; c < chunks; c++) {
-    const lab07::ChunkRange r = lab07::chunk_range(n, chunks, c);
+    const lab07::ChunkRange r = all[static_cast<std::size_t>(c)];
     if (c < 8) ranges << " [" << r.begin << ", " << r.end << ")";
     if (c == 8 && chunks > 9) ranges << " ...";
     if (problem.tellp() > 0) continue;
