@@ -16,6 +16,12 @@ times a build from nothing: each run in a new temporary directory, removed after
 --build-dir, removed first. ccache, when the build uses it, still serves compiled objects to a
 fresh directory; CCACHE_DISABLE=1 times cold compiles.
 
+With --trace FILE, every grader process of each run appends its KIT_TRACE lines to FILE
+(emptied at the start of each run; kit/timing.h: "pid ms what", on the clock all processes
+share), and under the table each test process of the last run gets a line: when it started,
+when its first test ended (the wait for its CUDA contexts shows there), when it ended, how many
+tests it ran and the first one: which process the correctness phase waited for last.
+
 Without a GPU it still runs and prints the table: the GPU tests report "not run", so the test
 phases time the host tests only.
 """
@@ -93,6 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="correctness tests run in parallel (default: %(default)s)")
     parser.add_argument("--repeat", type=positive_int, default=1, metavar="K",
                         help="grade K times; the table shows median, min and max (default 1)")
+    parser.add_argument("--trace", type=Path, metavar="FILE",
+                        help="write the grader processes' KIT_TRACE lines to FILE and list the "
+                             "last run's test processes under the table")
     parser.set_defaults(handler=_cmd_bench_grader)
 
 
@@ -112,7 +121,7 @@ def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
     samples: list[Sample] = []
     for i in range(args.repeat):
         try:
-            with _build_dir(ctx, explicit, args.fresh_build) as build_dir:
+            with _build_dir(ctx, explicit, args.fresh_build) as build_dir, _tracing(args.trace):
                 sample = bench_once(ctx.root, labs, build_dir, options)
         except BuildError as err:
             ctx.stderr.write(f"build failed: {err}\n{err.output}")
@@ -122,7 +131,81 @@ def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
         ctx.stdout.flush()
     notes = [CCACHE_NOTE] if args.fresh_build and _ccache_serves() else []
     ctx.stdout.write("\n" + render(samples, notes))
+    if args.trace is not None:
+        text = args.trace.read_text(errors="replace") if args.trace.is_file() else ""
+        ctx.stdout.write("\n" + render_trace(trace_processes(text)))
     return ExitCode.OK
+
+
+@contextmanager
+def _tracing(path: Path | None) -> Iterator[None]:
+    """KIT_TRACE=path (emptied first) for the graders started inside; nothing when None."""
+    if path is None:
+        yield
+        return
+    path.write_text("")
+    before = os.environ.get("KIT_TRACE")
+    os.environ["KIT_TRACE"] = str(path.absolute())
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["KIT_TRACE"]
+        else:
+            os.environ["KIT_TRACE"] = before
+
+
+@dataclass
+class TraceProcess:
+    """One grader process of a KIT_TRACE file, its times in seconds from the file's first line."""
+
+    start: float
+    end: float
+    first_end: float | None  # when its first test ended
+    tests: int
+    first: str  # its first test's id
+
+
+def trace_processes(text: str) -> list[TraceProcess]:
+    """The processes of a KIT_TRACE file that ran tests, by start time. Lines that do not read as
+    "pid ms what" are skipped."""
+    events: dict[str, list[tuple[float, str]]] = {}
+    for line in text.splitlines():
+        parts = line.split(" ", 2)
+        try:
+            ms = float(parts[1])
+        except (IndexError, ValueError):
+            continue
+        events.setdefault(parts[0], []).append((ms, parts[2] if len(parts) > 2 else ""))
+    if not events:
+        return []
+    origin = min(ms for seen in events.values() for ms, _ in seen)
+    processes = []
+    for seen in events.values():
+        starts = [(ms, what[len("start "):]) for ms, what in seen if what.startswith("start ")]
+        if not starts:
+            continue  # a listing, or a worker's own lines
+        ends = [ms for ms, what in seen if what.startswith("end ")]
+        first_end = min(ends) if ends else None
+        processes.append(TraceProcess(
+            start=(min(ms for ms, _ in seen) - origin) / 1000,
+            end=(max(ms for ms, _ in seen) - origin) / 1000,
+            first_end=None if first_end is None else (first_end - origin) / 1000,
+            tests=len(starts), first=min(starts)[1]))
+    return sorted(processes, key=lambda p: (p.start, p.end))
+
+
+def render_trace(processes: Sequence[TraceProcess]) -> str:
+    """The processes as lines of at most 80 columns, seconds from the trace's first line."""
+    if not processes:
+        return "trace: no test process wrote a line (a grader built before KIT_TRACE?)\n"
+    lines = ["test processes of the last run (KIT_TRACE; seconds from its first line):",
+             " start  first test ended    end  tests  first test"]
+    for p in processes:
+        first_end = f"{p.first_end:6.2f}" if p.first_end is not None else "     -"
+        row = f"{p.start:6.2f}  {first_end:>16}  {p.end:5.2f}  {p.tests:5d}  "
+        lines.append(row + p.first[:80 - len(row)])
+    return "\n".join(lines) + "\n"
 
 
 CCACHE_NOTE = ("build: compiled through ccache, which serves a fresh build directory the "

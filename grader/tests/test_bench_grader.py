@@ -232,3 +232,39 @@ class RenderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TraceTest(unittest.TestCase):
+    """bench-grader --trace: the KIT_TRACE lines of one run, one line per test process."""
+
+    LINES = "\n".join([
+        "100 5000.0 main",                      # a listing: no test, not shown
+        "200 5100.0 main",
+        "200 5100.5 worker started",
+        "200 5101.0 start Lab.First",
+        "200 8100.0 end Lab.First",             # waited 3 s for its contexts
+        "200 8100.1 start Lab.Second",
+        "200 9000.0 end Lab.Second",
+        "300 8000.0 worker context",            # a worker's own line
+        "400 5200.0 main",
+        "400 5200.2 start Other.OnlyOne",       # never ended: killed on timeout
+        "not a trace line",
+        "",
+    ])
+
+    def test_each_test_process_with_its_first_test_and_its_wait(self) -> None:
+        processes = bench_grader.trace_processes(self.LINES)
+        self.assertEqual([(p.first, p.tests) for p in processes],
+                         [("Lab.First", 2), ("Other.OnlyOne", 1)])
+        first, hung = processes
+        self.assertAlmostEqual(first.start, 0.1)
+        self.assertAlmostEqual(first.first_end, 3.1)
+        self.assertAlmostEqual(first.end, 4.0)
+        self.assertIsNone(hung.first_end)
+
+    def test_the_table_fits_80_columns(self) -> None:
+        long = self.LINES.replace("Lab.First", "Suite/" + "VeryLong" * 20 + ".Name/n_1048583")
+        text = bench_grader.render_trace(bench_grader.trace_processes(long))
+        self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)
+        self.assertIn("  -  ", text.replace("     -", "  -  "))
+        self.assertIn("no test process", bench_grader.render_trace([]))
