@@ -140,16 +140,17 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
 
 PLAN_SECONDS = {
     # lab: (its stubs, references and racecheck; each known-wrong submission), in seconds, from
-    # the selftest on four H200s (2026-11-27, 16 cores a part): what one part pays for the lab.
-    # Labs 01 and 03 from the second run that day, with lab 01's memcheck step and lab 03's tests
-    # past 2^32 elements.
-    "01": (20, 7.0), "02": (30, 13.0), "03": (80, 17.0), "04": (75, 18.0), "05": (25, 4.3),
-    "06": (5, 1.7), "07": (20, 6.7)}
-PLAN_SHARED_SECONDS = 205
+    # the selftest on four H200s (2026-11-27, session 20, 16 cores a part): what one part pays
+    # for the lab. Each part's sections 5, 6 and 8 split over its labs by their share of tests;
+    # section 7 per lab as it reported itself (lab 02: the mean of its two parts, 6.9 and 11.1 s
+    # a submission). Session 19's plan from the earlier figures gave parts of 389, 351, 263 and
+    # 319 s.
+    "01": (15, 5.7), "02": (25, 9.0), "03": (120, 10.0), "04": (45, 11.3), "05": (30, 2.3),
+    "06": (8, 1.4), "07": (16, 8.4)}
+PLAN_SHARED_SECONDS = 150
 """The first part's own steps: the unit tests, the fake lab and the student edition. On four
-H200s (2026-11-27, session 19) they took 41 s, 22 s and 141 s with three other parts running:
-the edition builds a second tree of its own. At 120 s the first part was cut at 470 s while the
-others ended in 403-447 s."""
+H200s (session 20) the fake lab took 18 s and the edition 95 s with three other parts running,
+and the unit tests about 40 s (session 19: 41 s; in session 20 they ran inside the build)."""
 PLAN_OTHER_LAB = (20, 8.0)
 """A lab the table does not know (a new one)."""
 
