@@ -46,6 +46,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -275,7 +276,7 @@ def inspect_object_cached(obj: Path, where: str, tools: dict[str, str | None],
     refusals = inspect_object(obj, where, tools)
     try:
         cache.mkdir(exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
         partial.write_text(json.dumps([vars(r) for r in refusals]))
         os.replace(partial, path)
     except OSError:
