@@ -32,16 +32,19 @@ message says what to do instead. What an object calls, runs before main() and ho
 its bytes alone, so those findings are kept in the build directory (``kit-inspect-cache/``, one
 file per object's SHA-256, this module's own source and the tools' paths): a grade that finds an
 object unchanged reads them back instead of running ``nm`` and ``objdump`` again (0.7 s of a
-grading's 0.9 s listing phase on an H100). The includes are checked every time: they come from
+grading's 0.9 s listing phase on an H100), where the kernel has Landlock (files_confined()). The includes are checked every time: they come from
 the build's dependency list, not from the object. Without binutils (``nm``, ``objdump``) the inspection cannot run:
 that is a note in the reports and every test fails (nothing is graded uninspected).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -209,6 +212,8 @@ def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None,
             result.notes.append(f"cannot unpack {archive.name}: {err}")
             return result
         objects = sorted(Path(tmp).glob("*.o"))
+        build = build_dir_of(archive)
+        cache = build / CACHE_DIR if build is not None and files_confined() else None
         inspected = 0
         for obj in objects:
             source = obj.name[:-2]  # "indexing.cu.o" -> "indexing.cu"
@@ -217,8 +222,7 @@ def check(lab: Lab, archive: Path | None, shown: dict[str, str] | None = None,
             inspected += 1
             where = shown.get(source, source)
             try:
-                result.refusals += inspect_object_cached(obj, where, tools,
-                                                         _cache_dir(archive))
+                result.refusals += inspect_object_cached(obj, where, tools, cache)
                 if include_roots:
                     outside = included_outside(archive, obj.name, include_roots)
                     if outside is None:
@@ -246,10 +250,30 @@ _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 """This module's own source: a change to the allowlist or to any check starts a new cache."""
 
 
-def _cache_dir(archive: Path) -> Path | None:
-    """The build directory's cache folder for the archive (None outside a CMake build)."""
-    build = next((p for p in archive.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
-    return build / CACHE_DIR if build is not None else None
+def build_dir_of(path: Path) -> Path | None:
+    """The CMake build directory `path` lies in (None outside one)."""
+    return next((p for p in path.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
+
+
+LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}
+"""landlock_create_ruleset's system call number (the same in the generic table and on x86_64)."""
+
+
+@functools.lru_cache(maxsize=None)
+def files_confined() -> bool:
+    """Whether this kernel has Landlock (ABI 1 or later), with which the worker's sandbox allows
+    it no file writes outside /dev (remote_worker.cu, apply_landlock). Only then is the cache
+    trusted: without Landlock, code that passed the inspection in one lab and found a way to
+    write files could plant a finding of "no refusal" for another object."""
+    number = LANDLOCK_CREATE_RULESET.get(platform.machine())
+    if number is None:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        abi = libc.syscall(ctypes.c_long(number), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except (OSError, AttributeError):
+        return False
+    return abi >= 1
 
 
 def inspect_object_cached(obj: Path, where: str, tools: dict[str, str | None],
@@ -331,7 +355,7 @@ def compiler_roots(build: Path) -> tuple[Path, ...]:
 def included_outside(archive: Path, member: str, roots: tuple[Path, ...]) -> list[str] | None:
     """The files the compiler opened for the archive's object `member` that lie outside `roots`
     and outside the system's header folders; None when the build kept no dependency list."""
-    build = next((p for p in archive.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
+    build = build_dir_of(archive)
     library = archive.name[len("lib"):-len(".a")] if archive.name.startswith("lib") else archive.stem
     objects = sorted((archive.parent / "CMakeFiles" / f"{library}.dir").rglob(member))
     if build is None or not objects:

@@ -118,9 +118,10 @@ class InspectionCacheTest(InspectObjectsTest):
         def counted(*args):
             self.calls += 1
             return real(*args)
-        patcher = unittest.mock.patch.object(inspect, "inspect_object", counted)
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        for name, value in (("inspect_object", counted), ("files_confined", lambda: True)):
+            patcher = unittest.mock.patch.object(inspect, name, value)
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
     def test_the_same_object_is_read_back_and_a_refusal_stays_a_refusal(self) -> None:
         source, expected = ATTACKS["dlsym"]
@@ -137,6 +138,15 @@ class InspectionCacheTest(InspectObjectsTest):
         self.assertIsNotNone(inspect.check(self.lab, self.archive(ATTACKS["dlsym"][0])).verdict())
         inspect.check(self.lab, self.archive(ATTACKS["dlsym"][0]), {"student.cpp": "labs/y.cpp"})
         self.assertEqual(self.calls, 3)
+
+    def test_where_files_are_not_confined_nothing_is_kept(self) -> None:
+        # Without Landlock a worker could write a finding of "no refusal" for another object.
+        archive = self.archive(ATTACKS["dlsym"][0])
+        with unittest.mock.patch.object(inspect, "files_confined", lambda: False):
+            for _ in range(2):
+                self.assertIsNotNone(inspect.check(self.lab, archive).verdict())
+        self.assertEqual(self.calls, 2)
+        self.assertFalse(self.cache.exists())
 
     def test_a_damaged_cache_file_is_ignored_and_written_again(self) -> None:
         archive = self.archive(ATTACKS["dlsym"][0])
