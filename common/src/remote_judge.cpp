@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -52,8 +53,7 @@ struct Judge {
   // KIT_JUDGE_CONNECTIONS: the judge's own CUDA_DEVICE_MAX_CONNECTIONS, and what the worker gets
   // back (the variable as the judge found it, or none).
   bool own_connections = false;
-  bool worker_had_connections = false;
-  std::string worker_connections;
+  std::optional<std::string> worker_connections;  // none: the variable was unset
 };
 
 // The environment variable that sets how many hardware work queues a context gets (8 by default).
@@ -189,8 +189,8 @@ void start_worker() {
     setenv("KIT_REMOTE_FD", "3", 1);
     // The student's streams get the hardware queues the judge found, not the judge's own number.
     if (j.own_connections) {
-      if (j.worker_had_connections)
-        setenv(kConnectionsEnv, j.worker_connections.c_str(), 1);
+      if (j.worker_connections)
+        setenv(kConnectionsEnv, j.worker_connections->c_str(), 1);
       else
         unsetenv(kConnectionsEnv);
     }
@@ -622,8 +622,7 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
   if (std::strcmp(queues, "0") != 0) {
     const char* before = std::getenv(kConnectionsEnv);
     j.own_connections = true;
-    j.worker_had_connections = before != nullptr;
-    j.worker_connections = before != nullptr ? before : "";
+    if (before != nullptr) j.worker_connections = before;
     setenv(kConnectionsEnv, queues, 1);
   }
   static bool listening = false;
