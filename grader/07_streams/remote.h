@@ -154,6 +154,11 @@ void release(int id);
 /// lab07::perf_config() (a function without parameters cannot be listed itself).
 lab07::PipelineConfig perf_config(int unused);
 
+/// h_out's whole storage (guard + n + guard floats) of host buffers `buffers`, copied into the
+/// judge's device buffer `d_dst` of as many floats, after the device is idle: the judge reads it
+/// back from there (256 MiB in tens of milliseconds, where the socket takes 0.45 s).
+void copy_output_to(int buffers, float* d_dst);
+
 /// lab07::chunk_range(n, chunks, c) for c = 0 .. chunks - 1, in order: one call where the judge
 /// made one per chunk (1000 random cases of up to 64 chunks in PipelineHost).
 std::vector<lab07::ChunkRange> chunk_ranges(std::size_t n, int chunks);
@@ -240,6 +245,7 @@ struct Codec<lab07_probe::HostContents> {
 #define KIT_LAB_REMOTE(X)                                                                  \
   X(lab07, chunk_range, lab07::ChunkRange, (std::size_t, int, int))                        \
   X(lab07_probe, chunk_ranges, std::vector<lab07::ChunkRange>, (std::size_t, int))         \
+  X(lab07_probe, copy_output_to, void, (int, float*))                                      \
   X(lab07, is_pinned, bool, (const void*))                                                 \
   X(lab07_probe, is_pinned_cases, lab07_probe::PinnedAnswers, (std::size_t, const float*)) \
   X(lab07_probe, make_buffers, lab07_probe::BuffersReport, (std::size_t))                  \

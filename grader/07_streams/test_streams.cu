@@ -154,8 +154,14 @@ class WorkerHost {
   }
   /// Poisons h_out.
   void poison_output() { lab07_probe::poison_output(id_); }
-  /// h_out now (after the worker waited for the device).
-  HostOutput output() const { return read(false).now; }
+  /// h_out now (after the worker waited for the device), carried through the GPU: the worker
+  /// copies h_out's storage into a device buffer of the judge's, which the judge reads back
+  /// (2^26 floats took 0.45 s through the socket, as read() carries them).
+  HostOutput output() const {
+    kit::DeviceBuffer<float> staging(n_ + 2 * guard_);
+    lab07_probe::copy_output_to(id_, staging.data());
+    return HostOutput(staging.download(), n_, guard_);
+  }
 
   struct Contents {
     std::vector<float> in;         ///< h_in (empty unless asked for)
