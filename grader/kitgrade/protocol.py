@@ -183,19 +183,51 @@ it as the test's verdict; the runner's own limit on the judge is this much longe
 POLL_S = 0.02
 """How often a running test process's verdict folder is looked at."""
 
+
+WAIT_FD_FLAG = "--kit_wait_fd"
+"""The argument that starts a test process ahead of its turn (test_main.cpp): it makes its CUDA
+contexts, then waits for one byte on that descriptor before its first test."""
+
+
+class StartSignal:
+    """Lets a test process start ahead of its turn. run_tests() started with one starts the
+    process at once; the process makes its CUDA context and its worker's, then waits. give()
+    lets its tests begin (their time limits count from then); cancel() ends it unrun (run_tests
+    then judges nothing). The perf phase uses it: each lab's perf process is started while the
+    counter tests run, which count events rather than time them."""
+
+    def __init__(self) -> None:
+        self._set = threading.Event()
+        self.cancelled = False
+
+    def give(self) -> None:
+        self._set.set()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._set.set()
+
+    def given(self) -> bool:
+        return self._set.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._set.wait(timeout)
+
 OutcomeCallback = Callable[[str, Outcome], None]
 
 
 def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
               extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None,
-              stop: Callable[[Outcome], bool] | None = None) -> dict[str, Outcome]:
+              stop: Callable[[Outcome], bool] | None = None,
+              go: StartSignal | None = None) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
     Every process ends with a test judged (or with a broken context reported), so at most
     len(test_ids) processes run. `stop`: return as soon as a test's outcome satisfies it, leaving
     the tests after it unrun for the caller (a timeout: the caller runs the rest side by side;
-    a failure, when failing fast)."""
+    a failure, when failing fast). `go`: the first process starts at once and waits for it
+    (StartSignal); cancelled, nothing is judged."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -206,7 +238,9 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
 
     left = list(test_ids)
     while left:
-        blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop)
+        blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop, go=go)
+        if go is not None and go.cancelled:
+            break
         left = [t for t in left if t not in outcomes]
         if left and blame is not None:
             give(left[0], blame)
@@ -237,7 +271,8 @@ def run_alone(binary: Path, test_id: str, seed: int, timeout_s: float, extra: Se
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
                  extra: Sequence[str], give: OutcomeCallback,
                  stop: Callable[[Outcome], bool] | None = None,
-                 prefix: Sequence[str] = ()) -> tuple[Outcome | None, int | None]:
+                 prefix: Sequence[str] = (), go: StartSignal | None = None
+                 ) -> tuple[Outcome | None, int | None]:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
     timed out, exited early, forged a verdict), or None when nobody is to blame: every test was
@@ -246,7 +281,11 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
 
     With a `prefix` the process is that command with the binary's command line after it, and it
     is waited for until it exits (or the limit passes) even once every test is judged: the caller
-    needs its exit status."""
+    needs its exit status.
+
+    With a `go` not yet given, the process is started with WAIT_FD_FLAG and waits for it: its
+    time limit counts from then; cancelled (or ended before it), nothing is judged, the process
+    is killed and (None, None) returned."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         verdicts = Path(tmp) / "verdicts"
@@ -260,6 +299,10 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         if extra:
             argv += [*extra, f"--kit_timeout={timeout_s:g}"]
             limit += JUDGE_GRACE_S
+        wait_read = wait_write = -1
+        if go is not None and not go.given():
+            wait_read, wait_write = os.pipe()
+            argv.append(f"{WAIT_FD_FLAG}={wait_read}")
         wanted = set(test_ids)
         judged: set[str] = set()
         seen: set[str] = set()
@@ -299,12 +342,31 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
 
         with log.open("wb") as out:
             try:
-                proc, read_end = _start_with_nonce(argv, nonce, seed, out, work)
+                proc, read_end = _start_with_nonce(argv, nonce, seed, out, work,
+                                                   () if wait_read < 0 else (wait_read,))
             except OSError as err:
+                for fd in (wait_read, wait_write):
+                    if fd >= 0:
+                        os.close(fd)
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}"), None
+            finally:
+                if wait_read >= 0:
+                    os.close(wait_read)  # the process has its copy
         try:
             returncode: int | None = None
             forged: str | None = None
+            if wait_write >= 0:
+                # Ahead of its turn: the process makes its contexts and waits for `go`.
+                while not go.wait(POLL_S) and proc.poll() is None:
+                    pass
+                if go.cancelled or proc.poll() is not None:
+                    go.cancel()  # ended before its turn: the caller grades these tests anew
+                    return None, None
+                try:
+                    os.write(wait_write, b"g")
+                except OSError:
+                    pass  # it ended just now: the loop below finds out how
+                since = time.monotonic()
             while True:
                 try:
                     returncode = proc.wait(timeout=POLL_S)
@@ -321,6 +383,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             _kill_group(proc)
             proc.wait()
             os.close(read_end)
+            if wait_write >= 0:
+                os.close(wait_write)
             with _live_lock:
                 _live.discard(proc)
         if forged is None:
@@ -364,8 +428,8 @@ def with_huge_pages(tunables: str) -> str:
     return f"{tunables}:{HUGE_PAGES_TUNABLE}" if tunables else HUGE_PAGES_TUNABLE
 
 
-def _start_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path
-                      ) -> tuple[subprocess.Popen[bytes], int]:
+def _start_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path,
+                      more_fds: Sequence[int] = ()) -> tuple[subprocess.Popen[bytes], int]:
     """Starts a test process with the nonce waiting in a pipe: written and closed before the
     process starts, so it reads it to the end at once, and nothing else in this process can.
     Returns the process and the pipe's read end (the caller closes it)."""
@@ -377,7 +441,7 @@ def _start_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], 
         env[TUNABLES_ENV] = with_huge_pages(env.get(TUNABLES_ENV, ""))
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                pass_fds=(read_end,), cwd=cwd)
+                                pass_fds=(read_end, *more_fds), cwd=cwd)
     except BaseException:
         os.close(read_end)
         raise

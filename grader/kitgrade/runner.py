@@ -20,7 +20,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import queue
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -336,11 +338,13 @@ class _Lab:
             if spec.id not in self.by_id:
                 self.finish(spec, protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON))
 
-    def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1) -> None:
+    def run(self, specs: Sequence[protocol.TestSpec], fanout: int = 1,
+            go: protocol.StartSignal | None = None) -> None:
         """Runs `specs` (in the binary's order) in as few processes as they need. With `fanout`
         above 1, a test that times out splits the tests after it over up to `fanout` processes
         side by side: one mistake in a shared function often hangs every test that calls it,
-        and their time limits then overlap instead of adding up."""
+        and their time limits then overlap instead of adding up. `go`: the first process starts
+        now and waits for it (protocol.StartSignal); cancelled, nothing runs."""
         specs = self.drop_settled(specs)
         if not specs:
             return
@@ -356,7 +360,9 @@ class _Lab:
 
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
                            self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome),
-                           stop=stop)
+                           stop=stop, go=go)
+        if go is not None and go.cancelled:
+            return
         left = [s for s in specs if s.id not in self.by_id]
         if self.fail_fast and self.failed():
             self.leave_unrun(left)
@@ -471,6 +477,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         drain()
     clock = _lap(timings, "timed", clock)
 
+    # Each lab's perf process starts now, ahead of its turn (protocol.StartSignal): its CUDA
+    # contexts are made while the counter tests run, which count events and time nothing, and
+    # its first test waits for the runner's signal, given when every other test has ended.
+    early = _start_perf_early(graded, gpu_available)
+
     # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
     # tests and before the perf tests: nothing timed runs beside them.
     ncu_path = ncu.find_ncu()
@@ -480,7 +491,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     clock = _lap(timings, "counters", clock)
 
     for lab in graded:
-        _perf(lab, gpu_available)
+        _perf(lab, gpu_available, early.get(id(lab)))
         drain()
     _lap(timings, "perf", clock)
 
@@ -659,12 +670,49 @@ def _prepare(target: LabTarget, options: RunOptions,
     return graded
 
 
-def _perf(lab: _Lab, gpu_available: bool) -> None:
+PERF_EARLY_ENV = "KIT_PERF_EARLY"
+"""Set to 0, the perf processes start at their turn instead of during the counter tests."""
+
+
+def _start_perf_early(labs: Sequence[_Lab], gpu_available: bool
+                      ) -> dict[int, tuple[protocol.StartSignal, threading.Thread]]:
+    """Starts the perf process of each lab whose correctness tests have all passed so far (its
+    counter tests are still to run), waiting for its turn: {id(lab): (signal, thread)}."""
+    if not gpu_available or os.environ.get(PERF_EARLY_ENV, "1") == "0":
+        return {}
+    early = {}
+    for lab in labs:
+        perf = lab.pending(("perf",))
+        finished = [lab.by_id[s.id] for s in lab.listing
+                    if is_correctness(s.kind) and s.id in lab.by_id and s.id not in lab.unrun]
+        if not perf or lab.failed() or any(t.status is not Status.PASSED for t in finished):
+            continue
+        signal = protocol.StartSignal()
+        thread = threading.Thread(target=lab.run, args=(perf,), kwargs={"go": signal},
+                                  name=f"perf {lab.target.lab.id}", daemon=True)
+        thread.start()
+        early[id(lab)] = (signal, thread)
+    return early
+
+
+def _perf(lab: _Lab, gpu_available: bool,
+          early: tuple[protocol.StartSignal, threading.Thread] | None = None) -> None:
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
-    ban never ran, so they do not close the gate); else each is not run, saying why."""
+    ban never ran, so they do not close the gate); else each is not run, saying why. `early`:
+    the lab's perf process, started ahead of its turn (_start_perf_early): signalled to go when
+    the gate is open, cancelled when it is not (or ended before its turn: then they run anew)."""
     correctness = [lab.by_id[s.id] for s in lab.listing
                    if is_correctness(s.kind) and s.id not in lab.unrun]
     gate_open = all(t.status is Status.PASSED for t in correctness)
+    if early is not None:
+        signal, thread = early
+        if gate_open:
+            signal.give()
+        else:
+            signal.cancel()
+        thread.join()
+        if not signal.cancelled:
+            return
     closing = [t for t in correctness
                if t.status is not Status.PASSED and not t.lacked_device(gpu_available)]
     # Closed only because a GPU was missing: say so, not that a correctness step failed; closed

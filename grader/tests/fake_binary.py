@@ -321,11 +321,25 @@ def main(argv: list[str]) -> int:
     COUNTERS_PROFILED = flags.pop("--kit_counters", None) == "ncu"
     if COUNTERS_PROFILED:
         flags.pop("--kit_timeout", None)
-    if set(flags) != {"--gtest_filter", "--kit_verdicts"} or len(argv) != 2 + 2 * COUNTERS_PROFILED:
+    # Started ahead of its turn (protocol.StartSignal): waits for one byte, as test_main.cpp does;
+    # the end of the pipe instead means the runner will not need it.
+    wait_fd = flags.pop("--kit_wait_fd", None)
+    if set(flags) != {"--gtest_filter", "--kit_verdicts"} or \
+            len(argv) != 2 + 2 * COUNTERS_PROFILED + (wait_fd is not None):
         print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
         return 2
     VERDICT_DIR = flags["--kit_verdicts"]
     NONCE = take_nonce()
+    if wait_fd is not None:
+        log = os.environ.get("FAKE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"waiting ahead {time.monotonic()}\n")
+        if os.environ.get("FAKE_DIE_WAITING"):
+            os._exit(3)
+        if os.read(int(wait_fd), 1) != b"g":
+            return 0
+        os.close(int(wait_fd))
     if len(NONCE) < 32:
         print("fake binary: no key on KIT_NONCE_FD", file=sys.stderr)
         return 2

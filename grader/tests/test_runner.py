@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -387,6 +388,41 @@ class PerfAndDeviceTest(unittest.TestCase):
         others_end = max(float(t) for kind, name, t in events if kind == "end" and name != "Perf.Saxpy")
         self.assertGreater(perf_start, others_end)
 
+    def test_the_perf_process_starts_early_and_waits_for_its_turn(self) -> None:
+        log = self.tmp / "events.log"
+        real_perf = runner._perf
+
+        def perf_later(*args) -> None:  # as if counter tests ran meanwhile
+            time.sleep(1.0)
+            real_perf(*args)
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log)), \
+                mock.patch.object(runner, "_perf", perf_later):
+            (lab,) = grade(["01_alpha"], self.tmp)
+        self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
+        events = [line.split() for line in log.read_text().splitlines()]
+        (waiting,) = [float(t) for kind, _, t in events if kind == "waiting"]
+        perf_start = next(float(t) for kind, name, t in events
+                          if kind == "start" and name == "Perf.Saxpy")
+        others_end = max(float(t) for kind, name, t in events
+                         if kind == "end" and name != "Perf.Saxpy")
+        self.assertLess(waiting, perf_start)
+        self.assertGreater(perf_start, others_end)
+
+    def test_without_early_start_or_with_the_gate_closed_no_process_waits(self) -> None:
+        for env in ({"KIT_PERF_EARLY": "0", "FAKE_TESTS": "pass,gpu,perf"},
+                    {"FAKE_TESTS": "fail,gpu,perf"}):
+            with self.subTest(env):
+                log = self.tmp / "events.log"
+                log.unlink(missing_ok=True)
+                with fake_env(FAKE_GPU="1", FAKE_LOG=str(log), **env):
+                    (lab,) = grade(["01_alpha"], self.tmp)
+                self.assertNotIn("waiting", log.read_text())
+                perf = next(t for t in lab.tests if t.id == "Perf.Saxpy")
+                failing = "fail" in env["FAKE_TESTS"]
+                self.assertIs(perf.status, Status.NOT_RUN if failing else Status.PASSED)
+                if failing:
+                    self.assertEqual(perf.reason, runner.PERF_GATE_REASON)
+
     def test_timed_tests_run_one_at_a_time_after_the_others_and_before_perf(self) -> None:
         log = self.tmp / "events.log"
         with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,timed,param,perf", FAKE_LOG=str(log)):
@@ -681,3 +717,83 @@ class TrustedListingTest(unittest.TestCase):
             self.assertEqual(len(trusted.tests), 2)
             self.assertLess(trusted.score, trusted.max_score)
             self.assertTrue(any(t.status is Status.FAILED for t in trusted.tests))
+
+
+class StartSignalTest(unittest.TestCase):
+    """A test process started ahead of its turn (protocol.StartSignal) waits for it."""
+
+    def start(self, signal: protocol.StartSignal, tests: str, **env: str):
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        log = tmp / "log.txt"
+        binary = make_fake_binary(tmp / "bin", "01_alpha")
+        ids = {"pass": ["Host.Passes"], "hang": ["Hang.Sleeps"]}[tests]
+        results: dict[str, protocol.Outcome] = {}
+        environment = fake_env(FAKE_TESTS=tests, FAKE_LOG=str(log), **env)
+        environment.__enter__()  # until the test ends: the thread starts the process later
+        self.addCleanup(environment.__exit__, None, None, None)
+        thread = threading.Thread(target=lambda: results.update(
+            protocol.run_tests(binary, ids, SEED, 2.0, go=signal)), daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(signal.cancel)  # a failed test leaves no process waiting
+        return thread, results, log
+
+    def wait_for(self, log: Path, word: str) -> float:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for line in (log.read_text().splitlines() if log.is_file() else []):
+                if line.startswith(word):
+                    return float(line.split()[-1])
+            time.sleep(0.02)
+        self.fail(f"no '{word}' in the fake binary's log")
+
+    def test_no_test_runs_before_the_signal(self) -> None:
+        signal = protocol.StartSignal()
+        thread, results, log = self.start(signal, "pass")
+        waiting = self.wait_for(log, "waiting")
+        time.sleep(0.3)
+        self.assertNotIn("start", log.read_text())
+        given = time.monotonic()
+        signal.give()
+        thread.join(10)
+        self.assertGreaterEqual(self.wait_for(log, "start Host.Passes"), given - 0.01)
+        self.assertGreater(given, waiting)
+        self.assertIs(results["Host.Passes"].status, Status.PASSED)
+
+    def test_the_time_limit_counts_from_the_signal(self) -> None:
+        signal = protocol.StartSignal()
+        thread, results, log = self.start(signal, "hang")
+        self.wait_for(log, "waiting")
+        time.sleep(2.5)  # longer than the 2 s limit: the wait does not count
+        signal.give()
+        thread.join(15)
+        outcome = results["Hang.Sleeps"]
+        self.assertIs(outcome.status, Status.TIMED_OUT)
+        self.assertLess(outcome.duration_s, 4.5)
+        self.assertGreater(outcome.duration_s, 1.9)
+
+    def test_cancelled_nothing_is_judged_and_the_process_ends(self) -> None:
+        signal = protocol.StartSignal()
+        thread, results, log = self.start(signal, "pass")
+        self.wait_for(log, "waiting")
+        signal.cancel()
+        thread.join(10)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(results, {})
+        self.assertNotIn("start", log.read_text())
+
+    def test_a_process_that_ends_before_its_turn_cancels_the_signal(self) -> None:
+        signal = protocol.StartSignal()
+        thread, results, _ = self.start(signal, "pass", FAKE_DIE_WAITING="1")
+        thread.join(10)
+        self.assertTrue(signal.cancelled)
+        self.assertEqual(results, {})
+
+    def test_a_signal_given_before_the_start_changes_nothing(self) -> None:
+        signal = protocol.StartSignal()
+        signal.give()
+        thread, results, log = self.start(signal, "pass")
+        thread.join(10)
+        self.assertIs(results["Host.Passes"].status, Status.PASSED)
+        self.assertNotIn("waiting", log.read_text())
