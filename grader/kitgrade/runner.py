@@ -688,8 +688,14 @@ def _start_perf_early(labs: Sequence[_Lab], gpu_available: bool
         if not perf or lab.failed() or any(t.status is not Status.PASSED for t in finished):
             continue
         signal = protocol.StartSignal()
-        thread = threading.Thread(target=lab.run, args=(perf,), kwargs={"go": signal},
-                                  name=f"perf {lab.target.lab.id}", daemon=True)
+
+        def ahead(lab: _Lab = lab, perf: list[protocol.TestSpec] = perf,
+                  signal: protocol.StartSignal = signal) -> None:
+            try:
+                lab.run(perf, go=signal)
+            except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
+                signal.cancel()
+        thread = threading.Thread(target=ahead, name=f"perf {lab.target.lab.id}", daemon=True)
         thread.start()
         early[id(lab)] = (signal, thread)
     return early
@@ -700,7 +706,8 @@ def _perf(lab: _Lab, gpu_available: bool,
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
     ban never ran, so they do not close the gate); else each is not run, saying why. `early`:
     the lab's perf process, started ahead of its turn (_start_perf_early): signalled to go when
-    the gate is open, cancelled when it is not (or ended before its turn: then they run anew)."""
+    the gate is open, cancelled when it is not (or ended before its turn, or raised: then they
+    run anew, here)."""
     correctness = [lab.by_id[s.id] for s in lab.listing
                    if is_correctness(s.kind) and s.id not in lab.unrun]
     gate_open = all(t.status is Status.PASSED for t in correctness)
