@@ -97,6 +97,9 @@ class Outcome:
     output: str = ""
     measurements: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
+    first: bool = False
+    """The first test its process judged: its duration holds the process's start (its CUDA
+    contexts) besides the test."""
 
 
 def list_tests(binary: Path, lab: str, variant: str, steps: Collection[str],
@@ -331,6 +334,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 now = time.monotonic()
                 outcome = judge_entry(entry, _tail(log, test_id))
                 outcome.duration_s = now - since
+                outcome.first = not judged
                 last_broke = "kit_context_lost" in entry
                 if last_broke:
                     outcome = _context_lost(outcome, str(entry["kit_context_lost"]))

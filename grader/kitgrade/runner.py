@@ -276,8 +276,14 @@ class _Lab:
     delivered: set[str] = field(default_factory=set)
     """Tests whose first verdict went to `deliver`: one graded again (_regrade_lone_timeouts)
     keeps its new verdict for the reports without being counted twice by a progress bar."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """How long each host or gpu test that passed or failed took in this run, where it was not
+    its process's first (whose time holds the process's start): TestSeconds keeps them."""
 
     def finish(self, spec: protocol.TestSpec, outcome: protocol.Outcome) -> None:
+        if spec.kind in ("host", "gpu") and not outcome.first and \
+                outcome.status in (Status.PASSED, Status.FAILED):
+            self.seconds[spec.id] = outcome.duration_s
         self.by_id[spec.id] = _result(self.target.lab, spec, outcome)
         if spec.id not in self.delivered:
             self.delivered.add(spec.id)
@@ -423,6 +429,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     clock = _lap(timings, "list", clock)
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
+    # The times of the last grading in this build directory split each lab's tests by time.
+    store = TestSeconds(_build_dir_of(graded[0].target.binary) if graded else None)
     work = []
     for lab in graded:
         tests = lab.pending(("host", "gpu"))
@@ -432,8 +440,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             work.append(functools.partial(lab.run_in_turn, first, then))
             continue
         shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
-        work += [functools.partial(lab.run, _slice(tests, i, shards), options.jobs)
-                 for i in range(shards) if tests]
+        parts = _split(tests, shards, store.of(lab.target.lab.id)) if tests else []
+        work += [functools.partial(lab.run, part, options.jobs) for part in parts if part]
     tool = sanitizer.find_sanitizer()
 
     def sanitizer_work() -> list[Callable[[], None]]:
@@ -495,6 +503,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         drain()
     _lap(timings, "perf", clock)
 
+    store.save(graded)
     results = []
     for lab in labs:
         if isinstance(lab, _Lab):
@@ -598,6 +607,76 @@ def _drain(finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -
             on_result(finished.get_nowait())
         except queue.Empty:
             return
+
+
+SECONDS_FILE = "kit-test-seconds.json"
+"""In a build directory: how long each correctness test took when it was last graded there."""
+BALANCE_ENV = "KIT_SHARD_BALANCE"
+"""Set to 0, a lab's correctness tests are split over its processes by interleaving alone."""
+
+
+class TestSeconds:
+    """How long each host and gpu test took when its lab was last graded in this build directory
+    (SECONDS_FILE), so that a lab's tests can be split over its processes by time rather than by
+    count. Only the split depends on it: a file that is missing, unreadable or written by anyone
+    else changes how long a grading takes, never a verdict."""
+
+    __test__ = False
+
+    def __init__(self, build_dir: Path | None) -> None:
+        self.path = build_dir / SECONDS_FILE if build_dir is not None else None
+        self.known: dict[str, dict[str, float]] = {}
+        try:
+            data = json.loads(self.path.read_text()) if self.path is not None else {}
+        except (OSError, ValueError):
+            data = {}
+        if isinstance(data, dict):
+            for lab, tests in data.items():
+                if isinstance(tests, dict):
+                    self.known[str(lab)] = {str(t): float(v) for t, v in tests.items()
+                                            if isinstance(v, (int, float)) and 0 <= v < 1e4}
+
+    def of(self, lab: str) -> dict[str, float]:
+        return self.known.get(lab, {})
+
+    def save(self, labs: Sequence[_Lab]) -> None:
+        """Adds this run's times (a test's newest time replaces its older one)."""
+        if self.path is None or not any(lab.seconds for lab in labs):
+            return
+        for lab in labs:
+            self.known.setdefault(lab.target.lab.id, {}).update(
+                {t: round(v, 4) for t, v in lab.seconds.items()})
+        try:
+            partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.partial")
+            partial.write_text(json.dumps(self.known, indent=1, sort_keys=True))
+            os.replace(partial, self.path)
+        except OSError:
+            pass
+
+
+def _build_dir_of(binary: Path) -> Path | None:
+    return next((p for p in binary.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
+
+
+def _split(tests: list[protocol.TestSpec], shards: int,
+           seconds: dict[str, float]) -> list[list[protocol.TestSpec]]:
+    """`tests` over `shards` processes. When the times of most of them are known (TestSeconds),
+    longest first, each to the process with the least so far (a test without a time counts as
+    the median of those with one); each process then runs its tests in the listing's order.
+    Otherwise interleaved (_slice)."""
+    timed = [seconds[s.id] for s in tests if s.id in seconds]
+    if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) == "0":
+        return [_slice(tests, i, shards) for i in range(shards)]
+    typical = sorted(timed)[len(timed) // 2]
+    cost = {s.id: seconds.get(s.id, typical) for s in tests}
+    order = {s.id: i for i, s in enumerate(tests)}
+    parts: list[list[protocol.TestSpec]] = [[] for _ in range(shards)]
+    load = [0.0] * shards
+    for spec in sorted(tests, key=lambda s: (-cost[s.id], order[s.id])):
+        i = load.index(min(load))
+        parts[i].append(spec)
+        load[i] += cost[spec.id]
+    return [sorted(part, key=lambda s: order[s.id]) for part in parts]
 
 
 def _slice(tests: list[protocol.TestSpec], i: int, shards: int) -> list[protocol.TestSpec]:

@@ -797,3 +797,56 @@ class StartSignalTest(unittest.TestCase):
         thread.join(10)
         self.assertIs(results["Host.Passes"].status, Status.PASSED)
         self.assertNotIn("waiting", log.read_text())
+
+
+class BalancedSplitTest(unittest.TestCase):
+    """A lab's tests split over processes by the times of the last grading (TestSeconds)."""
+
+    SPECS = [protocol.TestSpec(f"S.{n}", "lab.1", "gpu", 1, "", False) for n in "abcdef"]
+
+    def test_longest_first_to_the_least_loaded_process_in_listing_order(self) -> None:
+        seconds = {"S.a": 0.1, "S.b": 5.0, "S.c": 0.1, "S.d": 0.1, "S.e": 0.1, "S.f": 0.1}
+        with fake_env():
+            parts = runner._split(self.SPECS, 2, seconds)
+        self.assertEqual([[s.id for s in p] for p in parts],
+                         [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
+
+    def test_without_most_times_or_when_turned_off_tests_interleave(self) -> None:
+        interleaved = [["S.a", "S.c", "S.e"], ["S.b", "S.d", "S.f"]]
+        with fake_env():
+            few = runner._split(self.SPECS, 2, {"S.b": 5.0, "S.d": 1.0})
+        self.assertEqual([[s.id for s in p] for p in few], interleaved)
+        all_known = {s.id: float(i) for i, s in enumerate(self.SPECS)}
+        with fake_env(KIT_SHARD_BALANCE="0"):
+            off = runner._split(self.SPECS, 2, all_known)
+        self.assertEqual([[s.id for s in p] for p in off], interleaved)
+
+    def test_the_file_keeps_the_newest_times_and_ignores_what_it_cannot_read(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        for damaged in ("not json", "[1, 2]", '{"01_alpha": {"T.x": "slow", "T.y": -1}}'):
+            (tmp / runner.SECONDS_FILE).write_text(damaged)
+            self.assertEqual(runner.TestSeconds(tmp).of("01_alpha"), {})
+        self.assertEqual(runner.TestSeconds(None).of("01_alpha"), {})
+
+    def test_a_grading_records_each_test_but_a_processs_first(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        (tmp / "CMakeCache.txt").write_text("")  # the binaries' build directory
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,fail,gpu,perf"):
+            grade(["01_alpha"], tmp, jobs=1)
+            recorded = runner.TestSeconds(tmp).of("01_alpha")
+            self.assertEqual(sorted(recorded), ["Gpu.Works", "Host.Fails"])  # not Host.Passes
+            grade(["01_alpha"], tmp, jobs=1)
+        self.assertEqual(sorted(runner.TestSeconds(tmp).of("01_alpha")),
+                         ["Gpu.Works", "Host.Fails"])
+
+    def test_the_first_verdict_of_each_process_is_marked(self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        with fake_env(FAKE_TESTS="pass,abort,fail"):
+            binary = make_fake_binary(tmp / "bin", "01_alpha")
+            outcomes = protocol.run_tests(binary, ["Host.Passes", "Crash.Aborts", "Host.Fails"],
+                                          SEED, 5.0)
+        self.assertEqual({t: o.first for t, o in outcomes.items()},
+                         {"Host.Passes": True, "Crash.Aborts": False, "Host.Fails": True})
