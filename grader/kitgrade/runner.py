@@ -430,7 +430,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
     # The times of the last grading in this build directory split each lab's tests by time.
-    store = TestSeconds(_build_dir_of(graded[0].target.binary) if graded else None)
+    store = TestSeconds(inspect.build_dir_of(graded[0].target.binary) if graded else None)
     work = []
     for lab in graded:
         tests = lab.pending(("host", "gpu"))
@@ -652,10 +652,6 @@ class TestSeconds:
             os.replace(partial, self.path)
         except OSError:
             pass
-
-
-def _build_dir_of(binary: Path) -> Path | None:
-    return next((p for p in binary.absolute().parents if (p / "CMakeCache.txt").is_file()), None)
 
 
 def _split(tests: list[protocol.TestSpec], shards: int,
