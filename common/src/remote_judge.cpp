@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -93,20 +94,96 @@ CUmemAllocationProp shareable_prop() {
 
 // The size of an allocation of `bytes`: rounded up to the driver's granularity (2 MiB).
 std::size_t shareable_extent(std::size_t bytes) {
-  const CUmemAllocationProp prop = shareable_prop();
-  std::size_t granularity = 0;
-  vmm::check(vmm::driver().granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-             "cuMemGetAllocationGranularity");
+  static const std::size_t granularity = [] {
+    const CUmemAllocationProp prop = shareable_prop();
+    std::size_t g = 0;
+    vmm::check(vmm::driver().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+               "cuMemGetAllocationGranularity");
+    return g;
+  }();
   return (bytes + granularity - 1) / granularity * granularity;
+}
+
+// Buffers the tests freed, kept for the next buffer of the same size. Each allocation, its mapping
+// here and the worker's cost about ten driver calls, and the driver serves the calls of every
+// process on the GPU one at a time: with a dozen judges and their workers in the correctness
+// phase, a test of a few microseconds of work waited 0.1-0.3 s for them (a trace on an H100). A
+// kept buffer stays mapped in the worker, as every live buffer may be (queued_on_stream maps them
+// all), and is poisoned again before it is handed out; what a check compares against never lives
+// in one (DeviceBuffer::judge_only). Small buffers only, and few: every judge on the GPU keeps its
+// own. KIT_JUDGE_POOL=0 frees every buffer at once, as before.
+constexpr std::size_t kPoolLargest = std::size_t{32} << 20;
+constexpr std::size_t kPoolBytes = std::size_t{128} << 20;
+
+struct Idle {
+  CUdeviceptr va;
+  Allocation allocation;
+};
+
+std::vector<Idle>& idle_buffers() {
+  static std::vector<Idle> idle;
+  return idle;
+}
+
+bool pool_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KIT_JUDGE_POOL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Frees an allocation for good; the worker unmaps it at the next call.
+void free_allocation(CUdeviceptr va, const Allocation& allocation) noexcept {
+  Judge& j = judge();
+  if (j.shared.erase(allocation.id) > 0) j.forgotten.push_back(allocation.id);
+  vmm::unmap(va, allocation.size);
+  vmm::driver().release(allocation.handle);
+}
+
+// Frees the kept buffers: a new allocation found the device out of memory.
+bool drain_pool() noexcept {
+  auto& idle = idle_buffers();
+  if (idle.empty()) return false;
+  for (const Idle& buffer : idle) free_allocation(buffer.va, buffer.allocation);
+  idle.clear();
+  return true;
+}
+
+std::size_t pooled_bytes() {
+  std::size_t total = 0;
+  for (const Idle& buffer : idle_buffers()) total += buffer.allocation.size;
+  return total;
+}
+
+// Fresh driver memory reads as zeros, and the allocation is rounded up to the driver's
+// granularity (2 MiB), so a kernel reading past the end of an input would read zeros where
+// cudaMalloc memory holds whatever was there: a missing bounds check (A times B's rows past the
+// end, say) would go unseen. All bytes, the slack included, start as 0xFF (NaN as floats): a
+// fresh allocation's and a kept one's alike.
+void* poisoned(CUdeviceptr va, std::size_t size) {
+  KIT_CUDA_CHECK(cudaMemset(reinterpret_cast<void*>(va), 0xFF, size));
+  return reinterpret_cast<void*>(va);
 }
 
 void* shareable_allocate(std::size_t bytes) {
   static std::uint64_t next_id = 1;
+  const std::size_t size = shareable_extent(bytes);
+  auto& idle = idle_buffers();
+  const auto kept = std::find_if(idle.begin(), idle.end(),
+                                 [&](const Idle& b) { return b.allocation.size == size; });
+  if (kept != idle.end()) {
+    const Idle buffer = *kept;
+    idle.erase(kept);
+    allocations().emplace(buffer.va, buffer.allocation);
+    return poisoned(buffer.va, size);
+  }
   const vmm::Driver& d = vmm::driver();
   const CUmemAllocationProp prop = shareable_prop();
-  const std::size_t size = shareable_extent(bytes);
   CUmemGenericAllocationHandle handle{};
-  if (const CUresult r = d.create(&handle, size, &prop, 0); r != CUDA_SUCCESS) {
+  CUresult r = d.create(&handle, size, &prop, 0);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && drain_pool()) r = d.create(&handle, size, &prop, 0);
+  if (r != CUDA_SUCCESS) {
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       throw CudaError(cudaErrorMemoryAllocation,
                       "kit judge: out of device memory for a buffer of " + std::to_string(bytes) +
@@ -115,12 +192,7 @@ void* shareable_allocate(std::size_t bytes) {
   }
   const CUdeviceptr va = vmm::map_or_release(handle, size);
   allocations().emplace(va, Allocation{next_id++, size, handle});
-  // Fresh driver memory reads as zeros, and the allocation is rounded up to the driver's
-  // granularity (2 MiB), so a kernel reading past the end of an input would read zeros where
-  // cudaMalloc memory holds whatever was there: a missing bounds check (A times B's rows past the
-  // end, say) would go unseen. All bytes, the slack included, start as 0xFF (NaN as floats).
-  KIT_CUDA_CHECK(cudaMemset(reinterpret_cast<void*>(va), 0xFF, size));
-  return reinterpret_cast<void*>(va);
+  return poisoned(va, size);
 }
 
 void shareable_release(void* p) noexcept {
@@ -129,11 +201,14 @@ void shareable_release(void* p) noexcept {
   if (found == all.end()) return;
   // Work of this process may still use the buffer; cudaFree would wait for it, unmapping does not.
   cudaDeviceSynchronize();
-  Judge& j = judge();
-  if (j.shared.erase(found->second.id) > 0) j.forgotten.push_back(found->second.id);
-  vmm::unmap(found->first, found->second.size);
-  vmm::driver().release(found->second.handle);
+  const Idle buffer{found->first, found->second};
   all.erase(found);
+  if (pool_enabled() && buffer.allocation.size <= kPoolLargest &&
+      pooled_bytes() + buffer.allocation.size <= kPoolBytes) {
+    idle_buffers().push_back(buffer);
+    return;
+  }
+  free_allocation(buffer.va, buffer.allocation);
 }
 
 bool have_device() {
