@@ -739,6 +739,7 @@ int main() {
   Worker& w = worker();
   const int threads_at_main = thread_count();
   start_kernel_check();
+  kit::trace("worker kernel check");  // KIT_TRACE: CUPTI's part of the worker's start
   int devices = 0;
   w.have_device = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   cudaGetLastError();
