@@ -612,7 +612,11 @@ def _drain(finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -
 SECONDS_FILE = "kit-test-seconds.json"
 """In a build directory: how long each correctness test took when it was last graded there."""
 BALANCE_ENV = "KIT_SHARD_BALANCE"
-"""Set to 0, a lab's correctness tests are split over its processes by interleaving alone."""
+"""Set to 1, a lab's correctness tests are split over its processes by the times of the last
+grading (TestSeconds); otherwise interleaved. Off by default: on an H100 (2026-11-27, two
+interleaved rounds) the correctness phase took 11.02 and 10.92 s with it, 10.47 and 10.56 s
+without: the recorded times, taken with a dozen processes contending for the driver, do not
+predict the next grading's well enough to beat interleaving."""
 
 
 class TestSeconds:
@@ -656,12 +660,12 @@ class TestSeconds:
 
 def _split(tests: list[protocol.TestSpec], shards: int,
            seconds: dict[str, float]) -> list[list[protocol.TestSpec]]:
-    """`tests` over `shards` processes. When the times of most of them are known (TestSeconds),
-    longest first, each to the process with the least so far (a test without a time counts as
+    """`tests` over `shards` processes. With KIT_SHARD_BALANCE=1 and the times of most of them
+    known (TestSeconds), longest first, each to the process with the least so far (a test without a time counts as
     the median of those with one); each process then runs its tests in the listing's order.
     Otherwise interleaved (_slice)."""
     timed = [seconds[s.id] for s in tests if s.id in seconds]
-    if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) == "0":
+    if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) != "1":
         return [_slice(tests, i, shards) for i in range(shards)]
     typical = sorted(timed)[len(timed) // 2]
     cost = {s.id: seconds.get(s.id, typical) for s in tests}
