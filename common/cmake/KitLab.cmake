@@ -113,8 +113,10 @@ function(kit_add_judge lab)
   target_include_directories(${judge} BEFORE PRIVATE ${grader_dir}/judge ${grader_dir}
                              ${PROJECT_SOURCE_DIR}/labs/${lab})
   target_link_libraries(${judge} PRIVATE kit_judge ${arg_GRADER_LIBRARIES})
+  # The judge finds worker_${lab} next to itself when it starts (test_main.cpp): no path of this
+  # build directory is compiled in, so the compiler cache serves a new build directory too.
   target_compile_definitions(${judge} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="judge"
-                             KIT_JUDGE=1 KIT_WORKER_DEFAULT="$<TARGET_FILE:worker_${lab}>")
+                             KIT_JUDGE=1)
   target_compile_options(${judge} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 endfunction()
 
