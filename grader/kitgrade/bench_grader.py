@@ -22,6 +22,12 @@ share), and under the table each test process of the last run gets a line: when 
 when its first test ended (the wait for its CUDA contexts shows there), when it ended, how many
 tests it ran and the first one: which process the correctness phase waited for last.
 
+With --versus NAME=VALUE (repeatable) each of the K rounds grades twice, first with the
+environment as it is (A), then with those variables set (B), and the table compares them: each
+phase's median and range under A and under B, and B's median less A's. The runs alternate, so a
+machine that drifts (clocks, other users) moves both alike: how to tell whether a setting such as
+KIT_JUDGE_POOL=0 or KIT_PERF_EARLY=0 pays on this machine.
+
 Without a GPU it still runs and prints the table: the GPU tests report "not run", so the test
 phases time the host tests only.
 """
@@ -102,7 +108,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--trace", type=Path, metavar="FILE",
                         help="write the grader processes' KIT_TRACE lines to FILE and list the "
                              "last run's test processes under the table")
+    parser.add_argument("--versus", action="append", metavar="NAME=VALUE", default=[],
+                        help="each round grades as is, then with this environment variable set "
+                             "(repeatable), and the table compares the two")
     parser.set_defaults(handler=_cmd_bench_grader)
+
+
+def parse_versus(items: Sequence[str]) -> dict[str, str]:
+    """The variables of --versus ({} without it); a malformed item is a UsageError."""
+    found: dict[str, str] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name or not (name[0].isalpha() or name[0] == "_") or \
+                not all(c.isalnum() or c == "_" for c in name) or not name.isascii():
+            raise UsageError(f"--versus {item!r}: expected NAME=VALUE, e.g. KIT_JUDGE_POOL=0")
+        found[name] = value
+    return found
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """os.environ with `values` set, as it was afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
@@ -110,27 +146,39 @@ def _cmd_bench_grader(args: argparse.Namespace, ctx: Context) -> int:
     explicit = args.build_dir.absolute() if args.build_dir is not None else None
     if args.fresh_build and explicit is not None:
         _check_removable(explicit, ctx.root)
+    versus = parse_versus(args.versus)
     check_thresholds(ctx)
     seed = env_seed()
     options = runner.RunOptions(args.variant, seed, args.jobs)
     what = ", ".join(lab.id for lab in labs) if len(labs) <= 3 else f"{len(labs)} labs"
-    runs = f"{args.repeat} runs" if args.repeat > 1 else "1 run"
+    setups = [{}, versus] if versus else [{}]
+    count = args.repeat * len(setups)
+    runs = f"{count} runs" if count > 1 else "1 run"
     ctx.stdout.write(_wrap(f"bench-grader: {what} ({args.variant}), {runs}, seed {seed}") + "\n")
     ctx.stdout.write(_wrap(_build_dir_line(ctx, explicit, args.fresh_build)) + "\n")
+    if versus:
+        ctx.stdout.write(_wrap(f"A: the environment as it is; B: {_setting(versus)}; "
+                               f"{args.repeat} round(s) of A then B") + "\n")
     ctx.stdout.flush()
-    samples: list[Sample] = []
-    for i in range(args.repeat):
+    samples: list[list[Sample]] = [[] for _ in setups]
+    for i in range(count):
+        which = i % len(setups)
         try:
-            with _build_dir(ctx, explicit, args.fresh_build) as build_dir, _tracing(args.trace):
+            with _environment(setups[which]), \
+                    _build_dir(ctx, explicit, args.fresh_build) as build_dir, _tracing(args.trace):
                 sample = bench_once(ctx.root, labs, build_dir, options)
         except BuildError as err:
             ctx.stderr.write(f"build failed: {err}\n{err.output}")
             return ExitCode.BUILD_OR_BINARY
-        samples.append(sample)
-        ctx.stdout.write(_progress_line(i + 1, args.repeat, sample) + "\n")
+        samples[which].append(sample)
+        label = f" ({'AB'[which]})" if versus else ""
+        ctx.stdout.write(_progress_line(i + 1, count, sample, label) + "\n")
         ctx.stdout.flush()
     notes = [CCACHE_NOTE] if args.fresh_build and _ccache_serves() else []
-    ctx.stdout.write("\n" + render(samples, notes))
+    if versus:
+        ctx.stdout.write("\n" + render_versus(samples[0], samples[1], _setting(versus), notes))
+    else:
+        ctx.stdout.write("\n" + render(samples[0], notes))
     if args.trace is not None:
         text = args.trace.read_text(errors="replace") if args.trace.is_file() else ""
         ctx.stdout.write("\n" + render_trace(trace_processes(text)))
@@ -314,14 +362,18 @@ def _build_dir_line(ctx: Context, explicit: Path | None, fresh: bool) -> str:
 
 # ---------------------------------------------------------------- output
 
-def _progress_line(i: int, runs: int, sample: Sample) -> str:
+def _setting(values: dict[str, str]) -> str:
+    return " ".join(f"{name}={value}" for name, value in values.items())
+
+
+def _progress_line(i: int, runs: int, sample: Sample, label: str = "") -> str:
     """One line per run: its total, and configure, build, tests (the runner's phases together)
     and reports."""
     tests = sum(v for k, v in sample.seconds.items() if k not in ("configure", "build", "reports"))
     parts = {"configure": sample.seconds.get("configure", 0.0),
              "build": sample.seconds.get("build", 0.0), "tests": tests,
              "reports": sample.seconds.get("reports", 0.0)}
-    return (f"run {i}/{runs}: {sample.total:.2f} s ("
+    return (f"run {i}/{runs}{label}: {sample.total:.2f} s ("
             + ", ".join(f"{name} {value:.2f}" for name, value in parts.items()) + ")")
 
 
@@ -345,6 +397,37 @@ def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
         text += "\nslowest tests (the last run; tests side by side overlap):\n" + "".join(
             f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in samples[-1].slowest)
     return text
+
+
+def render_versus(a: Sequence[Sample], b: Sequence[Sample], setting: str,
+                  notes: Sequence[str] = ()) -> str:
+    """The comparison (80 columns): a row per phase, then the total; under A and under B the
+    median and the range of the runs; then B's median less A's. Notes as render()'s, the slowest
+    tests of the last run (B's)."""
+    head = (f"{'phase':<14}{'A median':>10}{'A range':>15}{'B median':>10}{'B range':>15}"
+            f"{'B - A':>9}")
+    lines = [head, "-" * len(head)]
+    both = [*a, *b]
+    for name in PHASES:
+        if any(name in s.seconds for s in both):
+            lines.append(_versus_row(name, [s.seconds.get(name, 0.0) for s in a],
+                                     [s.seconds.get(name, 0.0) for s in b]))
+    lines.append("-" * len(head))
+    lines.append(_versus_row("total", [s.total for s in a], [s.total for s in b]))
+    notes = [f"B: {setting}", *_notes(both), *notes]
+    text = "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
+    if both[-1].slowest:
+        text += "\nslowest tests (the last run, B; tests side by side overlap):\n" + "".join(
+            f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in both[-1].slowest)
+    return text
+
+
+def _versus_row(name: str, a: Sequence[float], b: Sequence[float]) -> str:
+    def spread(values: Sequence[float]) -> str:
+        return f"{min(values):.2f}-{max(values):.2f}"
+    a_median, b_median = statistics.median(a), statistics.median(b)
+    return (f"{name:<14}{a_median:>10.2f}{spread(a):>15}{b_median:>10.2f}{spread(b):>15}"
+            f"{b_median - a_median:>+9.2f}")
 
 
 def _row(name: str, values: Sequence[float], total: float, many: bool) -> str:

@@ -171,6 +171,52 @@ class CommandTest(BenchGraderCase):
         self.assertNotIn("phase ", out)
 
 
+class VersusTest(BenchGraderCase):
+    """bench-grader --versus NAME=VALUE: rounds of A (as is) then B (with the variables)."""
+
+    def test_rounds_alternate_and_only_b_runs_with_the_variable(self) -> None:
+        log = self.tmp / "events.log"
+        code, out, err = self.kit("01", "--repeat", "2", "--versus", f"FAKE_LOG={log}",
+                                  "--versus", "KIT_JUDGE_POOL=0")
+        self.assertEqual(code, ExitCode.OK, err)
+        self.assertIn("bench-grader: 01_alpha (student), 4 runs, seed ", out)
+        labels = [line.split(":")[0] for line in out.splitlines() if line.startswith("run ")]
+        self.assertEqual(labels, ["run 1/4 (A)", "run 2/4 (B)", "run 3/4 (A)", "run 4/4 (B)"])
+        # The fake binary logs each test it runs while FAKE_LOG is set: the two B runs only.
+        starts = [line for line in log.read_text().splitlines()
+                  if line.startswith("start Host.Passes")]
+        self.assertEqual(len(starts), 2)
+        self.assertNotIn("KIT_JUDGE_POOL", os.environ)
+        table = out[out.index("phase "):]
+        self.assertEqual(table.splitlines()[0].split(),
+                         ["phase", "A", "median", "A", "range", "B", "median", "B", "range",
+                          "B", "-", "A"])
+        self.assertIn(f"B: FAKE_LOG={log} KIT_JUDGE_POOL=0", out)
+        rows = [line.split()[0] for line in table.splitlines()[2:]
+                if line and not line.startswith(("-", " ")) and ":" not in line]
+        self.assertEqual(rows[-1], "total")
+        self.assertTrue(all(len(line) <= 80 for line in table.splitlines()), table)
+
+    def test_a_malformed_setting_is_a_usage_error(self) -> None:
+        for bad in ("KIT_JUDGE_POOL", "=0", "1X=2", "A-B=3"):
+            with self.subTest(bad):
+                code, _, err = self.kit("01", "--versus", bad)
+                self.assertEqual(code, ExitCode.USAGE)
+                self.assertIn("expected NAME=VALUE", err)
+                self.assertEqual(self.cmake_calls(), [])
+
+    def test_the_table_compares_medians(self) -> None:
+        def sample(correctness: float) -> bench_grader.Sample:
+            return bench_grader.Sample({"correctness": correctness, "perf": 6.0}, True, True)
+        text = bench_grader.render_versus([sample(9.0), sample(10.0), sample(8.9)],
+                                          [sample(8.3), sample(8.6), sample(8.4)], "X=0")
+        rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()[2:]
+                if line and line[0] not in "- " and ":" not in line}
+        self.assertEqual(rows["correctness"], ["9.00", "8.90-10.00", "8.40", "8.30-8.60", "-0.60"])
+        self.assertEqual(rows["total"], ["15.00", "14.90-16.00", "14.40", "14.30-14.60", "-0.60"])
+        self.assertIn("B: X=0", text)
+
+
 class PhasesTest(unittest.TestCase):
     def test_the_runner_timings_and_the_rest_of_its_time(self) -> None:
         run = RunResult(1, "student", {}, "now")
