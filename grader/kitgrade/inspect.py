@@ -32,9 +32,10 @@ message says what to do instead. What an object calls, runs before main() and ho
 its bytes alone, so those findings are kept in the build directory (``kit-inspect-cache/``, one
 file per object's SHA-256, this module's own source and the tools' paths): a grade that finds an
 object unchanged reads them back instead of running ``nm`` and ``objdump`` again (0.7 s of a
-grading's 0.9 s listing phase on an H100), where the kernel has Landlock (files_confined()). The includes are checked every time: they come from
-the build's dependency list, not from the object. Without binutils (``nm``, ``objdump``) the inspection cannot run:
-that is a note in the reports and every test fails (nothing is graded uninspected).
+grading's 0.9 s listing phase on an H100), where the kernel has Landlock (files_confined()).
+The includes are checked every time: they come from the build's dependency list, not from the
+object. Without binutils (``nm``, ``objdump``) the inspection cannot run: that is a note in the
+reports and every test fails (nothing is graded uninspected).
 """
 
 from __future__ import annotations

@@ -661,9 +661,9 @@ class TestSeconds:
 def _split(tests: list[protocol.TestSpec], shards: int,
            seconds: dict[str, float]) -> list[list[protocol.TestSpec]]:
     """`tests` over `shards` processes. With KIT_SHARD_BALANCE=1 and the times of most of them
-    known (TestSeconds), longest first, each to the process with the least so far (a test without a time counts as
-    the median of those with one); each process then runs its tests in the listing's order.
-    Otherwise interleaved (_slice)."""
+    known (TestSeconds), longest first, each to the process with the least so far (a test
+    without a time counts as the median of those with one); each process then runs its tests in
+    the listing's order. Otherwise interleaved (_slice)."""
     timed = [seconds[s.id] for s in tests if s.id in seconds]
     if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) != "1":
         return [_slice(tests, i, shards) for i in range(shards)]
@@ -749,6 +749,17 @@ def _prepare(target: LabTarget, options: RunOptions,
     return graded
 
 
+def _correctness_results(lab: _Lab) -> list[TestResult]:
+    """The results of the lab's correctness tests that ran (tests failed by a ban never ran)."""
+    return [lab.by_id[s.id] for s in lab.listing
+            if is_correctness(s.kind) and s.id in lab.by_id and s.id not in lab.unrun]
+
+
+def _gate_open(correctness: Sequence[TestResult]) -> bool:
+    """Whether the perf tests may run: every correctness test that ran passed."""
+    return all(t.status is Status.PASSED for t in correctness)
+
+
 PERF_EARLY_ENV = "KIT_PERF_EARLY"
 """Set to 0, the perf processes start at their turn instead of during the counter tests."""
 
@@ -762,9 +773,7 @@ def _start_perf_early(labs: Sequence[_Lab], gpu_available: bool
     early = {}
     for lab in labs:
         perf = lab.pending(("perf",))
-        finished = [lab.by_id[s.id] for s in lab.listing
-                    if is_correctness(s.kind) and s.id in lab.by_id and s.id not in lab.unrun]
-        if not perf or lab.failed() or any(t.status is not Status.PASSED for t in finished):
+        if not perf or lab.failed() or not _gate_open(_correctness_results(lab)):
             continue
         signal = protocol.StartSignal()
 
@@ -787,9 +796,8 @@ def _perf(lab: _Lab, gpu_available: bool,
     the lab's perf process, started ahead of its turn (_start_perf_early): signalled to go when
     the gate is open, cancelled when it is not (or ended before its turn, or raised: then they
     run anew, here)."""
-    correctness = [lab.by_id[s.id] for s in lab.listing
-                   if is_correctness(s.kind) and s.id not in lab.unrun]
-    gate_open = all(t.status is Status.PASSED for t in correctness)
+    correctness = _correctness_results(lab)
+    gate_open = _gate_open(correctness)
     if early is not None:
         signal, thread = early
         if gate_open:
