@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <new>
@@ -260,16 +261,18 @@ struct Mapping {
   std::size_t size;
 };
 
-// How many threads this process has (the entries of /proc/self/task).
-int thread_count() {
-  int n = 0;
+// The threads this process has now: the ids listed in /proc/self/task.
+std::set<int> thread_ids() {
+  std::set<int> ids;
   if (DIR* tasks = opendir("/proc/self/task")) {
     while (const dirent* entry = readdir(tasks))
-      if (entry->d_name[0] != '.') ++n;
+      if (entry->d_name[0] != '.') ids.insert(std::atoi(entry->d_name));
     closedir(tasks);
   }
-  return n;
+  return ids;
 }
+
+int thread_count() { return static_cast<int>(thread_ids().size()); }
 
 struct Worker {
   std::map<std::uint64_t, Mapping> mapped;           // the judge's buffer id -> mapped here
@@ -280,6 +283,7 @@ struct Worker {
   cudaEvent_t start{}, stop{};
   bool have_device = false;
   int early_threads = 0;  // threads found at main() besides the main one's: student code's
+  std::set<int> known_threads;  // the driver's and the tools', as found after the kit's own calls
   unsigned char* hold_copy = nullptr;  // "kit::hold()": what the held stream's buffer held
   std::uint64_t hold_bytes = 0;
 };
@@ -615,6 +619,32 @@ std::string unexpected_library() {
   return scan.found;
 }
 
+// After a call: "" when no thread has appeared since the kit last looked, or the message of a
+// forbidden result when the student's function `key` left threads running. After a kit call the
+// threads found are taken as the driver's (or a tool's) and known from then on.
+std::string threads_left(const std::string& key) {
+  Worker& w = worker();
+  std::set<int> now = thread_ids();
+  if (key.rfind("kit::", 0) == 0) {
+    w.known_threads = std::move(now);
+    return "";
+  }
+  // A thread the function joined can still be listed for a moment while the kernel lets it go:
+  // look again for up to a few milliseconds. A thread that ends meanwhile launched its work before
+  // the worker waits for the device, which the judge's clock counts.
+  std::size_t left = 0;
+  for (int look = 0; look < 40; ++look) {
+    if (look > 0) usleep(100);
+    left = 0;
+    for (const int id : now) left += w.known_threads.count(id) == 0;
+    if (left == 0) return "";
+    now = thread_ids();
+  }
+  return "your code left " + std::to_string(left) + " thread(s) running when " + key +
+         " returned: a function must finish its work, and end every thread it started, before "
+         "it returns (work a thread does later is outside every check and every timing)";
+}
+
 void forget(Reader& r) {
   Worker& w = worker();
   const auto n = r.pod<std::uint64_t>();
@@ -663,28 +693,43 @@ bool serve(int fd, const std::string& message, const Entry* entries, std::size_t
     cudaEventRecord(w.start, nullptr);  // replaced by before_call() once the stream is known
   }
   Writer result;
+  std::exception_ptr thrown;
   try {
     serve_fn(r, result);
-  } catch (const std::exception& e) {
+    if (w.timing) cudaEventRecord(w.stop, w.call_stream);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  // A student's function must have finished its work, host threads included, when it returns: a
+  // thread still running could launch work after the worker's last wait for the device (outside
+  // every timed window), or load the GPU while the judge times a ceiling. Threads that appear
+  // during the kit's own calls are the driver's or a tool's.
+  if (const std::string left = threads_left(key); !left.empty()) {
+    w.timing = false;
+    out.pod(static_cast<std::uint8_t>(Reply::forbidden));
+    out.text(left);
+    write_reply(fd, out.bytes());
+    return false;
+  }
+  if (thrown) {
     w.timing = false;
     if (w.have_device) cudaDeviceSynchronize();
     out.pod(static_cast<std::uint8_t>(Reply::exception));
-    out.pod(static_cast<std::uint8_t>(type_of(e)));
-    out.text(e.what());
-    write_reply(fd, out.bytes());
-    return true;
-  } catch (...) {
-    w.timing = false;
-    out.pod(static_cast<std::uint8_t>(Reply::exception));
-    out.pod(static_cast<std::uint8_t>(ExceptionType::other));
-    out.text("an exception that is not a std::exception");
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      out.pod(static_cast<std::uint8_t>(type_of(e)));
+      out.text(e.what());
+    } catch (...) {
+      out.pod(static_cast<std::uint8_t>(ExceptionType::other));
+      out.text("an exception that is not a std::exception");
+    }
     write_reply(fd, out.bytes());
     return true;
   }
 
   double ms = 0;
   if (w.timing) {
-    cudaEventRecord(w.stop, w.call_stream);
     cudaEventSynchronize(w.stop);
     float elapsed = 0;
     if (cudaEventElapsedTime(&elapsed, w.start, w.stop) == cudaSuccess) ms = elapsed;
@@ -761,6 +806,7 @@ int main() {
     cudaEventCreate(&w.start);
     cudaEventCreate(&w.stop);
   }
+  w.known_threads = thread_ids();
   std::size_t count = 0;
   const Entry* entries = kit_remote_entries(&count);
   for (;;) {

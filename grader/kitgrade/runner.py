@@ -210,8 +210,10 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
+    memory = device.get("global_mem_bytes", 0)
     result.labs = grade_labs(targets, options, on_result or (lambda _: None),
-                             gpu_available=result.gpu_available, timings=result.timings)
+                             gpu_available=result.gpu_available, timings=result.timings,
+                             device_memory=memory if isinstance(memory, int) else 0)
     for target, lab in zip(targets, result.labs):
         if target.binary in judges and _digest(target.binary) != judges[target.binary]:
             _judge_changed(lab, target.binary)
@@ -405,16 +407,19 @@ class _Lab:
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
-               gpu_available: bool = True, timings: dict[str, float] | None = None
-               ) -> list[LabResult]:
+               gpu_available: bool = True, timings: dict[str, float] | None = None,
+               device_memory: int = 0) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
-    own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
-    then, one lab at a time with nothing else on the GPU, its timed tests; then the counter tests
-    (each under Nsight Compute, up to COUNTER_SESSIONS at once); then, one lab at a time, if every
-    correctness test of the lab passed, its perf tests. `timings` gets the seconds of each phase
-    (RunResult.timings)."""
+    own under compute-sanitizer, up to SANITIZER_SESSIONS at once, and the counter tests, each
+    under Nsight Compute, up to COUNTER_SESSIONS at once; then, one lab at a time with nothing
+    else on the GPU, its timed tests; then, one lab at a time, if every correctness test of the
+    lab passed, its perf tests. The timed and perf processes start during the correctness phase
+    and wait for their turn (_start_early). With fail_fast (kit.py mutate) or KIT_COUNTERS_BESIDE=0
+    the sanitizer tests (fail_fast only) and the counter tests come after the correctness tests
+    instead (_grade_in_turns). `timings` gets the seconds of each phase (RunResult.timings);
+    `device_memory`: the GPU's memory in bytes (0: unknown)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
@@ -455,53 +460,47 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         return tasks
 
     sessions = min(options.jobs, SANITIZER_SESSIONS)
-    if options.fail_fast:
-        # kit.py mutate: a mutant's sanitizer tests wait for its correctness tests, which usually
-        # stop it first.
-        _side_by_side(work, options.jobs, finished, on_result)
-        _regrade_lone_timeouts(graded)
-        drain()
-        clock = _lap(timings, "correctness", clock)
-        _side_by_side(sanitizer_work(), sessions, finished, on_result)
-        clock = _lap(timings, "sanitizer", clock)
+    ncu_path = ncu.find_ncu()
+
+    def counter_work() -> list[Callable[[], None]]:
+        return [functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
+                for lab in graded for spec in lab.pending((counters.KIND,))]
+
+    if options.fail_fast or os.environ.get(COUNTERS_BESIDE_ENV, "1") == "0":
+        _grade_in_turns(graded, options, work, sanitizer_work, counter_work, gpu_available,
+                        finished, on_result, timings, clock)
     else:
-        # Sanitizer tests are correctness tests too, with nothing timed: they run beside the
-        # others, and the sanitizer phase's seconds are those it ran on after them.
-        ends = _side_by_side_groups([(work, options.jobs), (sanitizer_work(), sessions)],
-                                    finished, on_result)
+        # Sanitizer and counter tests are correctness tests too, with nothing timed: they run
+        # beside the others, and their phases' seconds are those they ran on after them. The
+        # timed and perf processes start once the others have (their CUDA contexts are made
+        # while correctness tests run) and wait for their turn.
+        early: dict[str, dict[int, _Early]] = {}
+
+        def start_early() -> None:
+            early["timed"] = _start_early(graded, "timed", gpu_available)
+            if device_memory >= EARLY_PERF_MEMORY:
+                early["perf"] = _start_early(graded, "perf", gpu_available)
+
+        ends = _side_by_side_groups(
+            [(work, options.jobs), (sanitizer_work(), sessions),
+             (counter_work(), min(options.jobs, COUNTER_SESSIONS))],
+            finished, on_result, started=start_early)
         _regrade_lone_timeouts(graded)
         drain()
         done = time.monotonic()
         timings["correctness"] = timings.get("correctness", 0.0) + (ends[0] - clock) + (
             done - max(ends))
         timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
+        timings["counters"] = timings.get("counters", 0.0) + max(0.0, ends[2] - max(ends[:2]))
         clock = done
-
-    for lab in graded:
-        if lab.fail_fast and lab.failed():
-            lab.leave_unrun(lab.pending(("timed",)))
-        else:
-            lab.run(lab.pending(("timed",)))
-        drain()
-    clock = _lap(timings, "timed", clock)
-
-    # Each lab's perf process starts now, ahead of its turn (protocol.StartSignal): its CUDA
-    # contexts are made while the counter tests run, which count events and time nothing, and
-    # its first test waits for the runner's signal, given when every other test has ended.
-    early = _start_perf_early(graded, gpu_available)
-
-    # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
-    # tests and before the perf tests: nothing timed runs beside them.
-    ncu_path = ncu.find_ncu()
-    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
-                   for lab in graded for spec in lab.pending((counters.KIND,))],
-                  min(options.jobs, COUNTER_SESSIONS), finished, on_result)
-    clock = _lap(timings, "counters", clock)
-
-    for lab in graded:
-        _perf(lab, gpu_available, early.get(id(lab)))
-        drain()
-    _lap(timings, "perf", clock)
+        for lab in graded:
+            _timed(lab, early.get("timed", {}).get(id(lab)))
+            drain()
+        clock = _lap(timings, "timed", clock)
+        for lab in graded:
+            _perf(lab, gpu_available, early.get("perf", {}).get(id(lab)))
+            drain()
+        _lap(timings, "perf", clock)
 
     store.save(graded)
     results = []
@@ -514,6 +513,49 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab = lab.result
         results.append(lab)
     return results
+
+
+def _grade_in_turns(graded: Sequence[_Lab], options: RunOptions, work: list[Callable[[], None]],
+                    sanitizer_work: Callable[[], list[Callable[[], None]]],
+                    counter_work: Callable[[], list[Callable[[], None]]], gpu_available: bool,
+                    finished: queue.SimpleQueue[TestResult], on_result: ResultCallback,
+                    timings: dict[str, float], clock: float) -> None:
+    """grade_labs' phases one after the other: correctness; sanitizer (beside correctness,
+    except with fail_fast: kit.py mutate, where a mutant's sanitizer tests wait for its
+    correctness tests, which usually stop it first); timed; counters, with each lab's perf
+    process started ahead of its turn; perf."""
+    drain = functools.partial(_drain, finished, on_result)
+    sessions = min(options.jobs, SANITIZER_SESSIONS)
+    if options.fail_fast:
+        _side_by_side(work, options.jobs, finished, on_result)
+        _regrade_lone_timeouts(graded)
+        drain()
+        clock = _lap(timings, "correctness", clock)
+        _side_by_side(sanitizer_work(), sessions, finished, on_result)
+        clock = _lap(timings, "sanitizer", clock)
+    else:
+        ends = _side_by_side_groups([(work, options.jobs), (sanitizer_work(), sessions)],
+                                    finished, on_result)
+        _regrade_lone_timeouts(graded)
+        drain()
+        done = time.monotonic()
+        timings["correctness"] = timings.get("correctness", 0.0) + (ends[0] - clock) + (
+            done - max(ends))
+        timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
+        clock = done
+    for lab in graded:
+        _timed(lab, None)
+        drain()
+    clock = _lap(timings, "timed", clock)
+    # Each lab's perf process starts now, ahead of its turn: its CUDA contexts are made while
+    # the counter tests run, which count events and time nothing.
+    early = _start_early(graded, "perf", gpu_available)
+    _side_by_side(counter_work(), min(options.jobs, COUNTER_SESSIONS), finished, on_result)
+    clock = _lap(timings, "counters", clock)
+    for lab in graded:
+        _perf(lab, gpu_available, early.get(id(lab)))
+        drain()
+    _lap(timings, "perf", clock)
 
 
 REGRADED_KEY = "graded_alone"
@@ -565,17 +607,19 @@ def _side_by_side(work: Sequence[Callable[[], None]], workers: int,
 
 
 def _side_by_side_groups(groups: Sequence[tuple[Sequence[Callable[[], None]], int]],
-                         finished: queue.SimpleQueue[TestResult], on_result: ResultCallback
-                         ) -> list[float]:
+                         finished: queue.SimpleQueue[TestResult], on_result: ResultCallback,
+                         started: Callable[[], None] | None = None) -> list[float]:
     """Runs each group's work on its own pool of up to its number of threads, all groups at once,
     passing results to `on_result` (in this thread) as they come; returns when every group is
-    done, with the time.monotonic() at which each one finished. On any exception (e.g. Ctrl-C)
-    it stops the tests running, which run in sessions of their own (nothing else would stop
-    them), and cancels the rest."""
+    done, with the time.monotonic() at which each one finished. `started` is called once all the
+    work is handed to the pools. On any exception (e.g. Ctrl-C) it stops the tests running, which
+    run in sessions of their own (nothing else would stop them), and cancels the rest."""
     pools = [ThreadPoolExecutor(max_workers=max(1, workers)) for _, workers in groups]
     ends = [0.0] * len(groups)
     try:
         futures = [[pool.submit(task) for task in work] for pool, (work, _) in zip(pools, groups)]
+        if started is not None:
+            started()
         while True:
             for i, group in enumerate(futures):
                 if not ends[i] and all(f.done() for f in group):
@@ -761,52 +805,81 @@ def _gate_open(correctness: Sequence[TestResult]) -> bool:
 
 
 PERF_EARLY_ENV = "KIT_PERF_EARLY"
-"""Set to 0, the perf processes start at their turn instead of during the counter tests."""
+"""Set to 0, the timed and perf processes start at their turn instead of ahead of it."""
+COUNTERS_BESIDE_ENV = "KIT_COUNTERS_BESIDE"
+"""Set to 0, the counter tests run after the timed tests instead of beside the correctness
+tests (grade_labs)."""
+EARLY_PERF_MEMORY = 32 << 30
+"""The least GPU memory with which the perf processes start during the correctness phase: they
+then wait, each with two idle CUDA contexts, through the timed tests, whose largest inputs fill
+gigabytes. On a smaller GPU they start at their turn."""
+
+_Early = tuple[protocol.StartSignal, threading.Thread]
+"""A process started ahead of its turn: its signal and the thread that waits for its tests."""
 
 
-def _start_perf_early(labs: Sequence[_Lab], gpu_available: bool
-                      ) -> dict[int, tuple[protocol.StartSignal, threading.Thread]]:
-    """Starts the perf process of each lab whose correctness tests have all passed so far (its
-    counter tests are still to run), waiting for its turn: {id(lab): (signal, thread)}."""
+def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[int, _Early]:
+    """Starts, for each lab with `kind` tests to run ("timed" or "perf"; for perf, only if every
+    correctness test has passed so far), the process of those tests, waiting for its turn
+    (protocol.StartSignal): {id(lab): (signal, thread)}."""
     if not gpu_available or os.environ.get(PERF_EARLY_ENV, "1") == "0":
         return {}
     early = {}
     for lab in labs:
-        perf = lab.pending(("perf",))
-        if not perf or lab.failed() or not _gate_open(_correctness_results(lab)):
+        specs = lab.pending((kind,))
+        if not specs or (lab.fail_fast and lab.failed()) or (
+                kind == "perf" and (lab.failed() or not _gate_open(_correctness_results(lab)))):
             continue
         signal = protocol.StartSignal()
 
-        def ahead(lab: _Lab = lab, perf: list[protocol.TestSpec] = perf,
+        def ahead(lab: _Lab = lab, specs: list[protocol.TestSpec] = specs,
                   signal: protocol.StartSignal = signal) -> None:
             try:
-                lab.run(perf, go=signal)
+                lab.run(specs, go=signal)
             except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
                 signal.cancel()
-        thread = threading.Thread(target=ahead, name=f"perf {lab.target.lab.id}", daemon=True)
+        thread = threading.Thread(target=ahead, name=f"{kind} {lab.target.lab.id}", daemon=True)
         thread.start()
         early[id(lab)] = (signal, thread)
     return early
 
 
-def _perf(lab: _Lab, gpu_available: bool,
-          early: tuple[protocol.StartSignal, threading.Thread] | None = None) -> None:
+def _take_turn(early: _Early | None, go: bool) -> bool:
+    """Gives an early process its turn (`go`) or cancels it; True when its tests ran (False: none
+    was started, or it was cancelled, ended before its turn or raised, and they run anew)."""
+    if early is None:
+        return False
+    signal, thread = early
+    if go:
+        signal.give()
+    else:
+        signal.cancel()
+    thread.join()
+    return not signal.cancelled
+
+
+def _timed(lab: _Lab, early: _Early | None) -> None:
+    """Runs the lab's timed tests, with nothing else on the GPU (in its early process, if it has
+    one); with fail_fast, after a failure, each is not run."""
+    stopped = lab.fail_fast and lab.failed()
+    if _take_turn(early, not stopped):
+        return
+    if stopped:
+        lab.leave_unrun(lab.pending(("timed",)))
+    else:
+        lab.run(lab.pending(("timed",)))
+
+
+def _perf(lab: _Lab, gpu_available: bool, early: _Early | None = None) -> None:
     """Runs the lab's perf tests if every correctness test that ran passed (tests failed by a
     ban never ran, so they do not close the gate); else each is not run, saying why. `early`:
-    the lab's perf process, started ahead of its turn (_start_perf_early): signalled to go when
-    the gate is open, cancelled when it is not (or ended before its turn, or raised: then they
-    run anew, here)."""
+    the lab's perf process, started ahead of its turn (_start_early): signalled to go when the
+    gate is open, cancelled when it is not (or ended before its turn, or raised: then they run
+    anew, here)."""
     correctness = _correctness_results(lab)
     gate_open = _gate_open(correctness)
-    if early is not None:
-        signal, thread = early
-        if gate_open:
-            signal.give()
-        else:
-            signal.cancel()
-        thread.join()
-        if not signal.cancelled:
-            return
+    if _take_turn(early, gate_open):
+        return
     closing = [t for t in correctness
                if t.status is not Status.PASSED and not t.lacked_device(gpu_available)]
     # Closed only because a GPU was missing: say so, not that a correctness step failed; closed
