@@ -210,10 +210,8 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
-    memory = device.get("global_mem_bytes", 0)
     result.labs = grade_labs(targets, options, on_result or (lambda _: None),
-                             gpu_available=result.gpu_available, timings=result.timings,
-                             device_memory=memory if isinstance(memory, int) else 0)
+                             gpu_available=result.gpu_available, timings=result.timings)
     for target, lab in zip(targets, result.labs):
         if target.binary in judges and _digest(target.binary) != judges[target.binary]:
             _judge_changed(lab, target.binary)
@@ -407,19 +405,17 @@ class _Lab:
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
-               gpu_available: bool = True, timings: dict[str, float] | None = None,
-               device_memory: int = 0) -> list[LabResult]:
+               gpu_available: bool = True, timings: dict[str, float] | None = None
+               ) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
-    own under compute-sanitizer, up to SANITIZER_SESSIONS at once, and the counter tests, each
-    under Nsight Compute, up to COUNTER_SESSIONS at once; then, one lab at a time with nothing
-    else on the GPU, its timed tests; then, one lab at a time, if every correctness test of the
-    lab passed, its perf tests. The timed and perf processes start during the correctness phase
-    and wait for their turn (_start_early). With fail_fast (kit.py mutate) or KIT_COUNTERS_BESIDE=0
-    the sanitizer tests (fail_fast only) and the counter tests come after the correctness tests
-    instead (_grade_in_turns). `timings` gets the seconds of each phase (RunResult.timings);
-    `device_memory`: the GPU's memory in bytes (0: unknown)."""
+    own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
+    then, one lab at a time with nothing else on the GPU, its timed tests (each lab's timed
+    process starts during the correctness phase and waits for its turn); then the counter tests
+    (each under Nsight Compute, up to COUNTER_SESSIONS at once), while the perf processes start;
+    then, one lab at a time, if every correctness test of the lab passed, its perf tests.
+    `timings` gets the seconds of each phase (RunResult.timings)."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
@@ -460,47 +456,59 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         return tasks
 
     sessions = min(options.jobs, SANITIZER_SESSIONS)
-    ncu_path = ncu.find_ncu()
+    early_timed: dict[int, _Early] = {}
 
-    def counter_work() -> list[Callable[[], None]]:
-        return [functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
-                for lab in graded for spec in lab.pending((counters.KIND,))]
+    def start_timed_early() -> None:
+        # Once a correctness process has ended, every one has made its CUDA contexts (the driver
+        # makes them one at a time): each lab's timed process starts now and makes its own while
+        # the other correctness tests run, then waits for its turn.
+        early_timed.update(_start_early(graded, "timed", gpu_available))
 
-    if options.fail_fast or os.environ.get(COUNTERS_BESIDE_ENV, "1") == "0":
-        _grade_in_turns(graded, options, work, sanitizer_work, counter_work, gpu_available,
-                        finished, on_result, timings, clock)
+    if options.fail_fast:
+        # kit.py mutate: a mutant's sanitizer tests wait for its correctness tests, which usually
+        # stop it first; its timed tests run only if nothing failed, so none starts early.
+        _side_by_side(work, options.jobs, finished, on_result)
+        _regrade_lone_timeouts(graded)
+        drain()
+        clock = _lap(timings, "correctness", clock)
+        _side_by_side(sanitizer_work(), sessions, finished, on_result)
+        clock = _lap(timings, "sanitizer", clock)
     else:
-        # Sanitizer and counter tests are correctness tests too, with nothing timed: they run
-        # beside the others, and their phases' seconds are those they ran on after them. The
-        # timed and perf processes start once the others have (their CUDA contexts are made
-        # while correctness tests run) and wait for their turn.
-        early: dict[str, dict[int, _Early]] = {}
-
-        def start_early() -> None:
-            early["timed"] = _start_early(graded, "timed", gpu_available)
-            if device_memory >= EARLY_PERF_MEMORY:
-                early["perf"] = _start_early(graded, "perf", gpu_available)
-
-        ends = _side_by_side_groups(
-            [(work, options.jobs), (sanitizer_work(), sessions),
-             (counter_work(), min(options.jobs, COUNTER_SESSIONS))],
-            finished, on_result, started=start_early)
+        # Sanitizer tests are correctness tests too, with nothing timed: they run beside the
+        # others, and the sanitizer phase's seconds are those it ran on after them.
+        ends = _side_by_side_groups([(work, options.jobs), (sanitizer_work(), sessions)],
+                                    finished, on_result, first_done=start_timed_early)
         _regrade_lone_timeouts(graded)
         drain()
         done = time.monotonic()
         timings["correctness"] = timings.get("correctness", 0.0) + (ends[0] - clock) + (
             done - max(ends))
         timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
-        timings["counters"] = timings.get("counters", 0.0) + max(0.0, ends[2] - max(ends[:2]))
         clock = done
-        for lab in graded:
-            _timed(lab, early.get("timed", {}).get(id(lab)))
-            drain()
-        clock = _lap(timings, "timed", clock)
-        for lab in graded:
-            _perf(lab, gpu_available, early.get("perf", {}).get(id(lab)))
-            drain()
-        _lap(timings, "perf", clock)
+
+    for lab in graded:
+        _timed(lab, early_timed.get(id(lab)))
+        drain()
+    clock = _lap(timings, "timed", clock)
+
+    # Each lab's perf process starts now, ahead of its turn (protocol.StartSignal): its CUDA
+    # contexts are made while the counter tests run, which count events and time nothing, and
+    # its first test waits for the runner's signal, given when every other test has ended.
+    early_perf = _start_early(graded, "perf", gpu_available)
+
+    # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
+    # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
+    # tests they made that phase 5.2 s longer on an H100 and saved 1.2 s in all: docs/grading.md.)
+    ncu_path = ncu.find_ncu()
+    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
+                   for lab in graded for spec in lab.pending((counters.KIND,))],
+                  min(options.jobs, COUNTER_SESSIONS), finished, on_result)
+    clock = _lap(timings, "counters", clock)
+
+    for lab in graded:
+        _perf(lab, gpu_available, early_perf.get(id(lab)))
+        drain()
+    _lap(timings, "perf", clock)
 
     store.save(graded)
     results = []
@@ -513,49 +521,6 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab = lab.result
         results.append(lab)
     return results
-
-
-def _grade_in_turns(graded: Sequence[_Lab], options: RunOptions, work: list[Callable[[], None]],
-                    sanitizer_work: Callable[[], list[Callable[[], None]]],
-                    counter_work: Callable[[], list[Callable[[], None]]], gpu_available: bool,
-                    finished: queue.SimpleQueue[TestResult], on_result: ResultCallback,
-                    timings: dict[str, float], clock: float) -> None:
-    """grade_labs' phases one after the other: correctness; sanitizer (beside correctness,
-    except with fail_fast: kit.py mutate, where a mutant's sanitizer tests wait for its
-    correctness tests, which usually stop it first); timed; counters, with each lab's perf
-    process started ahead of its turn; perf."""
-    drain = functools.partial(_drain, finished, on_result)
-    sessions = min(options.jobs, SANITIZER_SESSIONS)
-    if options.fail_fast:
-        _side_by_side(work, options.jobs, finished, on_result)
-        _regrade_lone_timeouts(graded)
-        drain()
-        clock = _lap(timings, "correctness", clock)
-        _side_by_side(sanitizer_work(), sessions, finished, on_result)
-        clock = _lap(timings, "sanitizer", clock)
-    else:
-        ends = _side_by_side_groups([(work, options.jobs), (sanitizer_work(), sessions)],
-                                    finished, on_result)
-        _regrade_lone_timeouts(graded)
-        drain()
-        done = time.monotonic()
-        timings["correctness"] = timings.get("correctness", 0.0) + (ends[0] - clock) + (
-            done - max(ends))
-        timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
-        clock = done
-    for lab in graded:
-        _timed(lab, None)
-        drain()
-    clock = _lap(timings, "timed", clock)
-    # Each lab's perf process starts now, ahead of its turn: its CUDA contexts are made while
-    # the counter tests run, which count events and time nothing.
-    early = _start_early(graded, "perf", gpu_available)
-    _side_by_side(counter_work(), min(options.jobs, COUNTER_SESSIONS), finished, on_result)
-    clock = _lap(timings, "counters", clock)
-    for lab in graded:
-        _perf(lab, gpu_available, early.get(id(lab)))
-        drain()
-    _lap(timings, "perf", clock)
 
 
 REGRADED_KEY = "graded_alone"
@@ -608,22 +573,24 @@ def _side_by_side(work: Sequence[Callable[[], None]], workers: int,
 
 def _side_by_side_groups(groups: Sequence[tuple[Sequence[Callable[[], None]], int]],
                          finished: queue.SimpleQueue[TestResult], on_result: ResultCallback,
-                         started: Callable[[], None] | None = None) -> list[float]:
+                         first_done: Callable[[], None] | None = None) -> list[float]:
     """Runs each group's work on its own pool of up to its number of threads, all groups at once,
     passing results to `on_result` (in this thread) as they come; returns when every group is
-    done, with the time.monotonic() at which each one finished. `started` is called once all the
-    work is handed to the pools. On any exception (e.g. Ctrl-C) it stops the tests running, which
-    run in sessions of their own (nothing else would stop them), and cancels the rest."""
+    done, with the time.monotonic() at which each one finished. `first_done` is called (in this
+    thread) once the first task of the first group has ended. On any exception (e.g. Ctrl-C) it
+    stops the tests running, which run in sessions of their own (nothing else would stop them),
+    and cancels the rest."""
     pools = [ThreadPoolExecutor(max_workers=max(1, workers)) for _, workers in groups]
     ends = [0.0] * len(groups)
     try:
         futures = [[pool.submit(task) for task in work] for pool, (work, _) in zip(pools, groups)]
-        if started is not None:
-            started()
         while True:
             for i, group in enumerate(futures):
                 if not ends[i] and all(f.done() for f in group):
                     ends[i] = time.monotonic()
+            if first_done is not None and (not futures[0] or any(f.done() for f in futures[0])):
+                first_done()
+                first_done = None
             if all(ends):
                 break
             try:
@@ -804,16 +771,8 @@ def _gate_open(correctness: Sequence[TestResult]) -> bool:
     return all(t.status is Status.PASSED for t in correctness)
 
 
-PERF_EARLY_ENV = "KIT_PERF_EARLY"
-"""Set to 0, the timed and perf processes start at their turn instead of ahead of it."""
-COUNTERS_BESIDE_ENV = "KIT_COUNTERS_BESIDE"
-"""Set to 0, the counter tests run after the timed tests instead of beside the correctness
-tests (grade_labs)."""
-EARLY_PERF_MEMORY = 32 << 30
-"""The least GPU memory with which the perf processes start during the correctness phase: they
-then wait, each with two idle CUDA contexts, through the timed tests, whose largest inputs fill
-gigabytes. On a smaller GPU they start at their turn."""
-
+EARLY_ENV = {"timed": "KIT_TIMED_EARLY", "perf": "KIT_PERF_EARLY"}
+"""Set to 0, the timed (perf) processes start at their turn instead of ahead of it."""
 _Early = tuple[protocol.StartSignal, threading.Thread]
 """A process started ahead of its turn: its signal and the thread that waits for its tests."""
 
@@ -822,7 +781,7 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
     """Starts, for each lab with `kind` tests to run ("timed" or "perf"; for perf, only if every
     correctness test has passed so far), the process of those tests, waiting for its turn
     (protocol.StartSignal): {id(lab): (signal, thread)}."""
-    if not gpu_available or os.environ.get(PERF_EARLY_ENV, "1") == "0":
+    if not gpu_available or os.environ.get(EARLY_ENV[kind], "1") == "0":
         return {}
     early = {}
     for lab in labs:

@@ -16,7 +16,6 @@ Environment:
     FAKE_TESTS            comma-separated keys of TESTS to offer (default: all)
     FAKE_TESTS_<LAB>      the same for one lab only, e.g. FAKE_TESTS_01_ALPHA
     FAKE_GPU=1            pretend a GPU is present
-    FAKE_GPU_MEMORY=N     its memory in bytes (default 85 GiB)
     FAKE_KINDS            comma-separated key=kind: list those tests with another kind, e.g.
                           gpu=counter (a counter test skips itself, as kit::CounterTest does,
                           unless the runner passed --kit_counters=ncu)
@@ -125,8 +124,7 @@ def kit_device() -> int:
     if os.environ.get("FAKE_GPU") == "1":
         print(json.dumps({"available": True, "name": "Fake H100", "cc": "9.0", "sms": 132,
                           "l2_bytes": 52428800, "sm_clock_mhz": 1980, "mem_clock_mhz": 2619,
-                          "copy_engines": 3, "current_sm_clock_mhz": 1755,
-                          "global_mem_bytes": int(os.environ.get("FAKE_GPU_MEMORY", 85 << 30))}))
+                          "copy_engines": 3, "current_sm_clock_mhz": 1755}))
     else:
         print(json.dumps({"available": False, "reason": "no CUDA device"}))
     return 0

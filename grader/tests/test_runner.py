@@ -416,58 +416,38 @@ class PerfAndDeviceTest(unittest.TestCase):
                 log.unlink(missing_ok=True)
                 with fake_env(FAKE_GPU="1", FAKE_LOG=str(log), **env):
                     (lab,) = grade(["01_alpha"], self.tmp)
-                failing = "fail" in env["FAKE_TESTS"]
-                # Started before the gate closed, the perf process waited and was cancelled.
-                self.assertEqual("waiting Perf.Saxpy" in log.read_text(), failing)
-                self.assertEqual("start Perf.Saxpy" in log.read_text(), not failing)
+                self.assertNotIn("waiting", log.read_text())
                 perf = next(t for t in lab.tests if t.id == "Perf.Saxpy")
+                failing = "fail" in env["FAKE_TESTS"]
                 self.assertIs(perf.status, Status.NOT_RUN if failing else Status.PASSED)
                 if failing:
                     self.assertEqual(perf.reason, runner.PERF_GATE_REASON)
 
-    def test_timed_and_perf_processes_wait_from_the_correctness_phase(self) -> None:
+    def test_the_timed_process_starts_during_the_correctness_phase(self) -> None:
         timed = "Timeline.StagesLastAsLongAsTheirWork"
-        for memory, perf_waits in ((85 << 30, True), (8 << 30, False)):
-            with self.subTest(memory=memory):
+        for early, env in ((True, {"KIT_PERF_EARLY": "0"}), (False, {"KIT_TIMED_EARLY": "0"})):
+            with self.subTest(early=early):
                 log = self.tmp / "events.log"
                 log.unlink(missing_ok=True)
+                real_timed = runner._timed
+
+                def timed_later(*args) -> None:  # as if other correctness tests ran meanwhile
+                    time.sleep(1.0)
+                    real_timed(*args)
                 with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,timed,param,perf",
-                              FAKE_LOG=str(log), FAKE_GPU_MEMORY=str(memory)):
+                              FAKE_LOG=str(log), **env), \
+                        mock.patch.object(runner, "_timed", timed_later):
                     (lab,) = grade(["01_alpha"], self.tmp)
                 self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
                 events = [line.split() for line in log.read_text().splitlines()]
                 at = {(kind, name): float(t) for kind, name, t in events}
-                self.assertLess(at[("waiting", timed)], at[("start", timed)])
-                # A GPU with little memory: the perf process starts at its turn.
-                self.assertEqual(("waiting", "Perf.Saxpy") in at, perf_waits)
                 others_end = max(float(t) for kind, name, t in events
                                  if kind == "end" and name not in (timed, "Perf.Saxpy"))
+                self.assertEqual(("waiting", timed) in at, early)
+                if early:  # started once a correctness process had ended (here the only one)
+                    self.assertLess(at[("waiting", timed)], at[("start", timed)])
                 self.assertGreater(at[("start", timed)], others_end)
                 self.assertGreater(at[("start", "Perf.Saxpy")], at[("end", timed)])
-
-    def test_counter_tests_run_beside_correctness_unless_told_otherwise(self) -> None:
-        timed = "Timeline.StagesLastAsLongAsTheirWork"
-        for beside in ("1", "0"):
-            with self.subTest(beside=beside):
-                log = self.tmp / "events.log"
-                log.unlink(missing_ok=True)
-                counted: list[float] = []
-
-                def run_counted(lab, spec, ncu_path, gpu_available) -> None:
-                    counted.append(time.monotonic())
-                    lab.finish(spec, protocol.Outcome(Status.PASSED))
-                with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,timed", FAKE_KINDS="gpu=counter",
-                              FAKE_LOG=str(log), KIT_COUNTERS_BESIDE=beside), \
-                        mock.patch.object(runner._Lab, "run_counted", run_counted):
-                    (lab,) = grade(["01_alpha"], self.tmp)
-                self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
-                events = [line.split() for line in log.read_text().splitlines()]
-                at = {(kind, name): float(t) for kind, name, t in events}
-                (when,) = counted
-                if beside == "1":
-                    self.assertLess(when, at[("start", timed)])
-                else:
-                    self.assertGreater(when, at[("end", timed)])
 
     def test_timed_tests_run_one_at_a_time_after_the_others_and_before_perf(self) -> None:
         log = self.tmp / "events.log"
