@@ -805,6 +805,11 @@ int main() {
   if (w.have_device) {
     cudaEventCreate(&w.start);
     cudaEventCreate(&w.stop);
+    // The driver starts the thread that runs host functions (cudaLaunchHostFunc,
+    // cudaStreamAddCallback) at their first use: started now, it is known before any call.
+    cudaLaunchHostFunc(nullptr, [](void*) {}, nullptr);
+    cudaStreamSynchronize(nullptr);
+    cudaGetLastError();
   }
   w.known_threads = thread_ids();
   std::size_t count = 0;
