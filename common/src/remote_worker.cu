@@ -640,7 +640,8 @@ std::string threads_left(const std::string& key) {
     if (left == 0) return "";
     now = thread_ids();
   }
-  return "your code left " + std::to_string(left) + " thread(s) running when " + key +
+  return "your code left " + std::to_string(left) + " thread(s) running when " +
+         key.substr(0, key.find('(')) +
          " returned: a function must finish its work, and end every thread it started, before "
          "it returns (work a thread does later is outside every check and every timing)";
 }
