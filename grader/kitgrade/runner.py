@@ -498,7 +498,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
 
     # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
     # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
-    # tests they made that phase 5.2 s longer on an H100 and saved 1.2 s in all: docs/grading.md.)
+    # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all: docs/instructors.md.)
     ncu_path = ncu.find_ncu()
     _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
                    for lab in graded for spec in lab.pending((counters.KIND,))],
