@@ -196,8 +196,8 @@ class StartSignal:
     """Lets a test process start ahead of its turn. run_tests() started with one starts the
     process at once; the process makes its CUDA context and its worker's, then waits. give()
     lets its tests begin (their time limits count from then); cancel() ends it unrun (run_tests
-    then judges nothing). The perf phase uses it: each lab's perf process is started while the
-    counter tests run, which count events rather than time them."""
+    then judges nothing). The runner starts each lab's timed process during the correctness
+    phase and its perf process while the counter tests run (runner._start_early)."""
 
     def __init__(self) -> None:
         self._set = threading.Event()
@@ -349,9 +349,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 proc, read_end = _start_with_nonce(argv, nonce, seed, out, work,
                                                    () if wait_read < 0 else (wait_read,))
             except OSError as err:
-                for fd in (wait_read, wait_write):
-                    if fd >= 0:
-                        os.close(fd)
+                if wait_write >= 0:
+                    os.close(wait_write)  # the read end is closed below
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}"), None
             finally:
                 if wait_read >= 0:

@@ -816,6 +816,14 @@ class StartSignalTest(unittest.TestCase):
         self.assertTrue(signal.cancelled)
         self.assertEqual(results, {})
 
+    def test_a_process_that_cannot_start_is_a_crash_as_without_a_signal(self) -> None:
+        missing = Path(tempfile.mkdtemp()) / "no_such_binary"
+        self.addCleanup(shutil.rmtree, missing.parent)
+        results = protocol.run_tests(missing, ["Host.Passes"], SEED, 2.0,
+                                     go=protocol.StartSignal())
+        self.assertIs(results["Host.Passes"].status, Status.CRASHED)
+        self.assertIn("could not start", results["Host.Passes"].reason)
+
     def test_a_signal_given_before_the_start_changes_nothing(self) -> None:
         signal = protocol.StartSignal()
         signal.give()
