@@ -6,9 +6,9 @@ Grades the labs as ``kit.py grade`` does and times each phase: configure
 tests as the runner times them (list, correctness, sanitizer, timed, counters, perf, from
 RunResult.timings; when the runner reports none, the whole of runner.run as "tests"), and the
 reports (written into a temporary folder). "other" is runner.run's time outside its phases (the
-device query, the judges' checksums). With --repeat K it grades K times and prints each phase's median, min and
-max, and the total's. Under the table, the SLOWEST tests of the last run, each with its own
-duration (tests side by side overlap, so these do not add up to a phase).
+device query, the judges' checksums). With --repeat K it grades K times and prints each phase's
+median, min and max, and the total's. Under the table, the SLOWEST tests of the last run, each
+with its own duration (tests side by side overlap, so these do not add up to a phase).
 
 The build directory is reused as grade reuses it: configure runs only when the directory is not
 configured for labs/ yet (0 s otherwise), and the build rebuilds what changed. --fresh-build
@@ -192,15 +192,8 @@ def _tracing(path: Path | None) -> Iterator[None]:
         yield
         return
     path.write_text("")
-    before = os.environ.get("KIT_TRACE")
-    os.environ["KIT_TRACE"] = str(path.absolute())
-    try:
+    with _environment({"KIT_TRACE": str(path.absolute())}):
         yield
-    finally:
-        if before is None:
-            del os.environ["KIT_TRACE"]
-        else:
-            os.environ["KIT_TRACE"] = before
 
 
 @dataclass
