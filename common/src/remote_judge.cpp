@@ -234,6 +234,7 @@ std::string signal_name(int sig) {
     case SIGKILL: return "SIGKILL";
     case SIGTERM: return "SIGTERM";
     case SIGPIPE: return "SIGPIPE";
+    case SIGSYS: return "SIGSYS (a system call the sandbox refuses: starting a thread, say)";
     default: return "signal " + std::to_string(sig);
   }
 }

@@ -217,6 +217,21 @@ bool apply_seccomp() {
   return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
 }
 
+// From main(), once the driver's threads have started: no thread of the worker may start another
+// (clone kills the process: SIGSYS; clone3 is already refused, and the C library falls back to
+// clone). TSYNC puts the filter on every thread, the driver's included, so a host function the
+// student queued (run on the driver's thread) cannot start one either. Kernel-enforced: student
+// code that rewrites the worker's memory cannot undo it, as it could undo a check of the worker's.
+bool forbid_new_threads() {
+  constexpr unsigned kNr = offsetof(seccomp_data, nr);
+  sock_filter filter[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
+                          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 1),
+                          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+                          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) == 0;
+}
+
 #endif
 
 void apply_sandbox(int argc, char** argv, char** envp) {
@@ -813,6 +828,15 @@ int main() {
     cudaGetLastError();
   }
   w.known_threads = thread_ids();
+#if defined(__x86_64__)
+  // Not under Nsight Compute, whose injection may start threads of its own as it profiles (and
+  // nothing is timed there).
+  if (kit_confine_files && !kit_under_ncu && w.early_threads == 0) {
+    const bool none = forbid_new_threads();
+    std::strncat(kit_sandbox_status, none ? "; no new threads" : "; new threads not refused",
+                 sizeof kit_sandbox_status - std::strlen(kit_sandbox_status) - 1);
+  }
+#endif
   std::size_t count = 0;
   const Entry* entries = kit_remote_entries(&count);
   for (;;) {
