@@ -257,6 +257,8 @@ void start_worker() {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw std::runtime_error(std::string("kit judge: socketpair: ") + std::strerror(errno));
+  // Under a tool, arguments the worker reads before any student code runs (its sandbox differs).
+  const bool sanitized = kit::under_compute_sanitizer();
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("kit judge: fork: ") + std::strerror(errno));
@@ -272,10 +274,13 @@ void start_worker() {
       else
         unsetenv(kConnectionsEnv);
     }
-    // Under Nsight Compute, an argument the worker reads before any student code runs.
     char under_ncu[] = "--kit_under_ncu";
-    char* argv[] = {const_cast<char*>(j.worker_path.c_str()),
-                    kit::counters_profiled() ? under_ncu : nullptr, nullptr};
+    char under_sanitizer[] = "--kit_under_sanitizer";
+    char* argv[] = {const_cast<char*>(j.worker_path.c_str()), nullptr, nullptr};
+    if (kit::counters_profiled())
+      argv[1] = under_ncu;
+    else if (sanitized)
+      argv[1] = under_sanitizer;
     execv(j.worker_path.c_str(), argv);
     std::fprintf(stderr, "kit judge: cannot start the worker %s: %s\n", j.worker_path.c_str(),
                  std::strerror(errno));

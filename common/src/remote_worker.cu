@@ -61,6 +61,9 @@ extern const kit::remote::Entry* kit_remote_entries(std::size_t* count);
 //   it and the threads that thread starts later; the driver's first threads, started before, are
 //   the driver's own. main() checks that the program still has one thread when it starts the
 //   driver: a thread started by student code before main() is a forbidden result.
+// - A second seccomp filter, from main() once the driver's threads (and its host-function thread)
+//   have started, on every thread: clone kills the process (SIGSYS), so no thread can start after
+//   that, whatever student code does to the worker's memory. Not under a tool (below).
 // KIT_NO_SANDBOX=1 (set by whoever starts the judge, never by student code) turns it off for
 // debugging. What was applied is in kit_sandbox_status, which the judge asks for (kit::sandbox()).
 //
@@ -69,13 +72,17 @@ extern const kit::remote::Entry* kit_remote_entries(std::size_t* count);
 // before it profiles a kernel, so Landlock lets files be created and written beneath that folder
 // and nowhere else; and the kernel check is off (below). The flag and TMPDIR are read here, from
 // the arguments and environment the program was started with, before any constructor of the
-// student's code could change either.
+// student's code could change either. Under compute-sanitizer (a sanitizer step) the judge passes
+// kUnderSanitizerFlag: the tool's injection may start threads, so the filter on clone is off there
+// too (nothing is timed under a tool, and each call's own thread check still holds).
 namespace {
 
 constexpr char kUnderNcuFlag[] = "--kit_under_ncu";
+constexpr char kUnderSanitizerFlag[] = "--kit_under_sanitizer";
 char kit_sandbox_status[256] = "not applied";
 bool kit_confine_files = false;  // main() applies Landlock once the driver has started
 bool kit_under_ncu = false;
+bool kit_under_sanitizer = false;  // compute-sanitizer's injection may start threads as it runs
 char kit_ncu_tmp[512] = "/tmp";  // TMPDIR as started: ncu's lock folder is beneath it
 
 // The shared libraries the program was started with (its own dependencies, which the kit's build
@@ -238,6 +245,7 @@ void apply_sandbox(int argc, char** argv, char** envp) {
   note_start_libraries();
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], kUnderNcuFlag) == 0) kit_under_ncu = true;
+    else if (std::strcmp(argv[i], kUnderSanitizerFlag) == 0) kit_under_sanitizer = true;
   for (char** e = envp; e != nullptr && *e != nullptr; ++e)
     if (std::strncmp(*e, "TMPDIR=", 7) == 0 && (*e)[7] == '/' &&
         std::strlen(*e + 7) < sizeof kit_ncu_tmp)
@@ -829,9 +837,9 @@ int main() {
   }
   w.known_threads = thread_ids();
 #if defined(__x86_64__)
-  // Not under Nsight Compute, whose injection may start threads of its own as it profiles (and
-  // nothing is timed there).
-  if (kit_confine_files && !kit_under_ncu && w.early_threads == 0) {
+  // Not under Nsight Compute or compute-sanitizer, whose injections may start threads of their own
+  // as they work (nothing is timed under either; the thread check of every call still holds).
+  if (kit_confine_files && !kit_under_ncu && !kit_under_sanitizer && w.early_threads == 0) {
     const bool none = forbid_new_threads();
     std::strncat(kit_sandbox_status, none ? "; no new threads" : "; new threads not refused",
                  sizeof kit_sandbox_status - std::strlen(kit_sandbox_status) - 1);
