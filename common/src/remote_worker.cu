@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "driver_vmm.h"
+#include "kit/parallel.h"
 #include "kit/remote.h"
 #include "kit/timing.h"
 
@@ -840,6 +841,7 @@ int main() {
   // Not under Nsight Compute or compute-sanitizer, whose injections may start threads of their own
   // as they work (nothing is timed under either; the thread check of every call still holds).
   if (kit_confine_files && !kit_under_ncu && !kit_under_sanitizer && w.early_threads == 0) {
+    kit::threads_allowed() = false;  // the kit's own host loops (kit/parallel.h) run serially
     const bool none = forbid_new_threads();
     std::strncat(kit_sandbox_status, none ? "; no new threads" : "; new threads not refused",
                  sizeof kit_sandbox_status - std::strlen(kit_sandbox_status) - 1);
