@@ -51,8 +51,8 @@ struct Judge {
   const ::testing::TestInfo* sandbox_noted_for = nullptr;
   bool have_device = false;
   bool device_checked = false;
-  // KIT_JUDGE_CONNECTIONS: the judge's own CUDA_DEVICE_MAX_CONNECTIONS, and what the worker gets
-  // back (the variable as the judge found it, or none).
+  // KIT_JUDGE_CONNECTIONS: the judge's own CUDA_DEVICE_MAX_CONNECTIONS; what its worker gets (the
+  // variable as the judge found it, or KIT_WORKER_CONNECTIONS), once configure_judge has run.
   bool own_connections = false;
   std::optional<std::string> worker_connections;  // none: the variable was unset
 };
@@ -267,7 +267,7 @@ void start_worker() {
     if (dup2(fds[1], 3) < 0) _exit(126);
     for (int fd = 4; fd < 1024; ++fd) close(fd);
     setenv("KIT_REMOTE_FD", "3", 1);
-    // The student's streams get the hardware queues the judge found, not the judge's own number.
+    // The student's streams get the queues configure_judge chose for them, not the judge's one.
     if (j.own_connections) {
       if (j.worker_connections)
         setenv(kConnectionsEnv, j.worker_connections->c_str(), 1);
@@ -697,17 +697,22 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
   // driver's default, 8). The driver makes contexts one at a time, and one with a single queue is
   // made in about half the time (docs/instructors.md: 16 at once on an H100, 0.7-1.0 s each
   // instead of 2.0-2.6). The judge never needs two of its own streams to run side by side, so
-  // one queue costs it nothing. Set before the judge's first CUDA call; the worker gets the
-  // variable back as the judge found it (start_worker): the student's streams, and the stream
-  // check's hold beside a kernel on a wrong stream, need the queues.
+  // one queue costs it nothing. Set before the judge's first CUDA call.
+  // The worker (start_worker) gets the variable as the judge found it, or where it was unset,
+  // KIT_WORKER_CONNECTIONS queues (default 4; 0: the driver's 8): the student's streams, and the
+  // stream check's hold beside a kernel on a wrong stream, need more than one, and 4 made the
+  // correctness phase 1.0 s faster than 8 on an H100 (docs/instructors.md, session 23).
+  const char* before = std::getenv(kConnectionsEnv);
+  const char* for_worker = std::getenv("KIT_WORKER_CONNECTIONS");
+  if (for_worker == nullptr || *for_worker == '\0') for_worker = "4";
+  j.own_connections = true;
+  if (before != nullptr)
+    j.worker_connections = before;
+  else if (std::strcmp(for_worker, "0") != 0)
+    j.worker_connections = for_worker;
   const char* queues = std::getenv("KIT_JUDGE_CONNECTIONS");
   if (queues == nullptr || *queues == '\0') queues = "1";
-  if (std::strcmp(queues, "0") != 0) {
-    const char* before = std::getenv(kConnectionsEnv);
-    j.own_connections = true;
-    if (before != nullptr) j.worker_connections = before;
-    setenv(kConnectionsEnv, queues, 1);
-  }
+  if (std::strcmp(queues, "0") != 0) setenv(kConnectionsEnv, queues, 1);
   static bool listening = false;
   if (!listening) {
     ::testing::UnitTest::GetInstance()->listeners().Append(new TestClock);

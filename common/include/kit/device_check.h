@@ -46,13 +46,6 @@ namespace kit {
 inline constexpr unsigned kDeviceCheckBlocks = 2048, kDeviceCheckThreads = 256;
 
 namespace detail {
-static __global__ void draw_floats_kernel(float* p, std::size_t n, std::uint64_t base, float lo,
-                                          float hi) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    p[i] = Random::to_uniform(Random::value_after(base, i + 1), lo, hi);
-}
-
 /// Whether `value` holds T's poison pattern (is_poison(), on the device).
 template <class T>
 __device__ bool poisoned_on_device(const T& value) {

@@ -92,4 +92,17 @@ struct Drawn {
   float at(std::size_t i) const { return Random::to_uniform(Random::value_after(base, i + 1), lo, hi); }
 };
 
+#if defined(__CUDACC__)
+namespace detail {
+/// p[i] = Drawn{base, lo, hi}.at(i) for i < n, on the device (a grid-stride loop): the judge's
+/// large inputs (kit/device_check.h) and a worker's fill of a pinned buffer (lab 07's probes).
+static __global__ void draw_floats_kernel(float* p, std::size_t n, std::uint64_t base, float lo,
+                                          float hi) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = Random::to_uniform(Random::value_after(base, i + 1), lo, hi);
+}
+}  // namespace detail
+#endif
+
 }  // namespace kit
