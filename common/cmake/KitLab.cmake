@@ -229,21 +229,12 @@ function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spec_file} ${solution_paths}
                ${PROJECT_SOURCE_DIR}/grader/kitgrade/wrong.py)
 
-  # grader/kitgrade/wrong.py validates the file, applies each submission's edits to the solution
-  # and writes the files of each to out_dir/<name>/ (only what changed): one implementation of the
-  # edits, shared with `kit.py check`.
-  if(NOT Python3_Interpreter_FOUND)
-    message(FATAL_ERROR "grader/${lab}/wrong.json needs Python 3.10 or newer to configure")
-  endif()
-  set(out_root ${CMAKE_CURRENT_BINARY_DIR}/wrong/${lab})
-  execute_process(
-    COMMAND ${Python3_EXECUTABLE} -m kitgrade.wrong ${PROJECT_SOURCE_DIR} ${lab} ${out_root}
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/grader
-    RESULT_VARIABLE rc OUTPUT_VARIABLE names ERROR_VARIABLE why OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "known-wrong submissions of ${lab}: ${why}")
-  endif()
-  string(REPLACE "\n" ";" names "${names}")
+  # grader/CMakeLists.txt ran grader/kitgrade/wrong.py once for every lab: it validated the file,
+  # applied each submission's edits to the solution and wrote the files of each to
+  # KIT_WRONG_DIR/<lab>/<name>/ (only what changed), and their names to names.txt there; one
+  # implementation of the edits, shared with `kit.py check`.
+  set(out_root ${KIT_WRONG_DIR}/${lab})
+  file(STRINGS ${out_root}/names.txt names)
   # Mutants of the reference solution (kit.py mutate, grader/kitgrade/mutate.py): each a folder of
   # files under KIT_MUTANTS_DIR/<lab>/, listed in names.txt there, built like a wrong submission.
   if(KIT_MUTANTS_DIR AND EXISTS ${KIT_MUTANTS_DIR}/${lab}/names.txt)

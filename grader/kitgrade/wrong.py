@@ -232,35 +232,44 @@ def _apply_edit(text: str, edit: Edit, where: str) -> str:
 
 def write(root: Path, lab: Lab, out_dir: Path) -> list[str]:
     """Writes every submission's files to out_dir/<name>/ (a file only when its content changed,
-    so a reconfigure rebuilds nothing) and returns the names. KitLab.cmake calls this at configure
-    time (`python3 -m kitgrade.wrong ROOT LAB OUT_DIR`), so the edits are applied in one place."""
+    so a reconfigure rebuilds nothing) and returns the names."""
     names = []
     for sub in load(root, lab):
         for name, text in apply(root, lab, sub).items():
-            target = out_dir / sub.name / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.is_file() or target.read_text(encoding="utf-8") != text:
-                target.write_text(text, encoding="utf-8")
+            _write_if_changed(out_dir / sub.name / name, text)
         names.append(sub.name)
     return names
 
 
+def _write_if_changed(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+
+
+NAMES_FILE = "names.txt"
+"""In OUT_ROOT/<lab>/: the lab's known-wrong submissions, one name a line (KitLab.cmake reads it)."""
+
+
 def main(argv: list[str]) -> int:
-    """`python3 -m kitgrade.wrong ROOT LAB OUT_DIR`: prints the names, one a line."""
-    if len(argv) != 3:
-        sys.stderr.write("usage: python3 -m kitgrade.wrong ROOT LAB OUT_DIR\n")
+    """`python3 -m kitgrade.wrong ROOT OUT_ROOT`: for every lab of grader/labs.json with a
+    wrong.json, writes its submissions' files to OUT_ROOT/<lab>/<name>/ and their names to
+    OUT_ROOT/<lab>/names.txt. grader/CMakeLists.txt runs it once at configure time, for all the
+    labs (one interpreter start, not one a lab), so the edits are applied in one place."""
+    if len(argv) != 2:
+        sys.stderr.write("usage: python3 -m kitgrade.wrong ROOT OUT_ROOT\n")
         return 2
     from .manifest import load_manifest
-    root = Path(argv[0])
+    root, out_root = Path(argv[0]), Path(argv[1])
     try:
-        lab = load_manifest(root / "grader" / "labs.json").find_lab(argv[1])
-        if lab is None:
-            raise WrongError(f"no lab {argv[1]!r} in grader/labs.json")
-        names = write(root, lab, Path(argv[2]))
+        for lab in load_manifest(root / "grader" / "labs.json").labs:
+            if not (root / "grader" / lab.id / "wrong.json").is_file():
+                continue
+            names = write(root, lab, out_root / lab.id)
+            _write_if_changed(out_root / lab.id / NAMES_FILE, "".join(f"{n}\n" for n in names))
     except ManifestError as err:
         sys.stderr.write(f"{err}\n")
         return 1
-    sys.stdout.write("".join(f"{name}\n" for name in names))
     return 0
 
 
