@@ -174,13 +174,10 @@ function(kit_lab_build lab variant lib exe)
     # The judge is the target grade_<lab> (bin/grade_<lab>, the student's quick loop); building it
     # builds the student's worker too. `reference_<lab>` and `wrong_<lab>_<name>` build the judge
     # and their own worker.
-    if(exe STREQUAL "grade_${lab}" AND CMAKE_GENERATOR MATCHES "Ninja")
-      # On the judge's link step only: a target-level dependency (add_dependencies) would hold
-      # every compile of the judge until the worker was linked, and a judge's test file is the
-      # longest compile of a fresh build (on an H100 machine, 16 cores: the judges started at
-      # 8 s, when the worker's objects were done, and the build ended at 30 s).
-      set_property(TARGET ${exe} APPEND PROPERTY LINK_DEPENDS $<TARGET_FILE:${worker}>)
-    elseif(exe STREQUAL "grade_${lab}")
+    # (With Ninja this target-level dependency holds every compile of the judge until the worker
+    # is linked: docs/instructors.md, session 23. A LINK_DEPENDS on the worker's file instead would
+    # relink the judge at every student edit, and did not shorten a fresh build on an H100.)
+    if(exe STREQUAL "grade_${lab}")
       add_dependencies(${exe} ${worker})
     else()
       add_custom_target(${exe})
