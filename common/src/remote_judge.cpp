@@ -51,10 +51,9 @@ struct Judge {
   const ::testing::TestInfo* sandbox_noted_for = nullptr;
   bool have_device = false;
   bool device_checked = false;
-  // KIT_JUDGE_CONNECTIONS: the judge's own CUDA_DEVICE_MAX_CONNECTIONS; what its worker gets (the
-  // variable as the judge found it, or KIT_WORKER_CONNECTIONS), once configure_judge has run.
-  bool own_connections = false;
-  std::optional<std::string> worker_connections;  // none: the variable was unset
+  // What the worker gets as CUDA_DEVICE_MAX_CONNECTIONS (configure_judge, which main() calls
+  // before any worker starts): the variable as the judge found it, or KIT_WORKER_CONNECTIONS.
+  std::optional<std::string> worker_connections;  // none: left unset (the driver's default)
 };
 
 // The environment variable that sets how many hardware work queues a context gets (8 by default).
@@ -268,12 +267,10 @@ void start_worker() {
     for (int fd = 4; fd < 1024; ++fd) close(fd);
     setenv("KIT_REMOTE_FD", "3", 1);
     // The student's streams get the queues configure_judge chose for them, not the judge's one.
-    if (j.own_connections) {
-      if (j.worker_connections)
-        setenv(kConnectionsEnv, j.worker_connections->c_str(), 1);
-      else
-        unsetenv(kConnectionsEnv);
-    }
+    if (j.worker_connections)
+      setenv(kConnectionsEnv, j.worker_connections->c_str(), 1);
+    else
+      unsetenv(kConnectionsEnv);
     char under_ncu[] = "--kit_under_ncu";
     char under_sanitizer[] = "--kit_under_sanitizer";
     char* argv[] = {const_cast<char*>(j.worker_path.c_str()), nullptr, nullptr};
@@ -705,7 +702,6 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
   const char* before = std::getenv(kConnectionsEnv);
   const char* for_worker = std::getenv("KIT_WORKER_CONNECTIONS");
   if (for_worker == nullptr || *for_worker == '\0') for_worker = "4";
-  j.own_connections = true;
   if (before != nullptr)
     j.worker_connections = before;
   else if (std::strcmp(for_worker, "0") != 0)

@@ -384,12 +384,7 @@ def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
             lines.append(_row(name, [s.seconds.get(name, 0.0) for s in samples], total, many))
     lines.append("-" * len(head))
     lines.append(_row("total", [s.total for s in samples], total, many))
-    notes = [*_notes(samples), *notes]
-    text = "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
-    if samples[-1].slowest:
-        text += "\nslowest tests (the last run; tests side by side overlap):\n" + "".join(
-            f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in samples[-1].slowest)
-    return text
+    return _table_text(lines, [*_notes(samples), *notes], samples[-1], "the last run")
 
 
 def render_versus(a: Sequence[Sample], b: Sequence[Sample], setting: str,
@@ -407,11 +402,16 @@ def render_versus(a: Sequence[Sample], b: Sequence[Sample], setting: str,
                                      [s.seconds.get(name, 0.0) for s in b]))
     lines.append("-" * len(head))
     lines.append(_versus_row("total", [s.total for s in a], [s.total for s in b]))
-    notes = [f"B: {setting}", *_notes(both), *notes]
+    return _table_text(lines, [f"B: {setting}", *_notes(both), *notes], both[-1],
+                       "the last run, B")
+
+
+def _table_text(lines: Sequence[str], notes: Sequence[str], last: Sample, which: str) -> str:
+    """A table's lines, its notes (wrapped) and the slowest tests of `last`, the run `which`."""
     text = "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
-    if both[-1].slowest:
-        text += "\nslowest tests (the last run, B; tests side by side overlap):\n" + "".join(
-            f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in both[-1].slowest)
+    if last.slowest:
+        text += f"\nslowest tests ({which}; tests side by side overlap):\n" + "".join(
+            f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in last.slowest)
     return text
 
 
