@@ -3,7 +3,7 @@
 #   kit_add_lab(01_indexing
 #     SOURCES   indexing.cu          # files under labs/<lab>/ that the student's library is built from
 #     TESTS     test_indexing.cu     # grader sources under grader/<lab>/
-#     BENCHMARK bench_indexing.cu    # optional Google Benchmark source under grader/<lab>/
+#     BENCHMARK bench_indexing.cu    # optional Google Benchmark sources under grader/<lab>/
 #     LIBRARIES ...                  # optional: linked into the lab's own library (and so everywhere)
 #     GRADER_LIBRARIES ...)          # optional: linked only into the grader and benchmark, e.g. the
 #                                    # cuBLAS ceiling of lab 04, so student code cannot reach it
@@ -15,6 +15,9 @@
 #   bench_NN_name / bench_NN_name_reference        the benchmark, both ways (when Google Benchmark is on)
 #   wrong_NN_name_<mistake>                        the grader linked with each known-wrong submission
 #                                                  described in grader/NN_name/wrong.json
+# A lab with grader/<lab>/remote.h is graded by one judge (target judge_NN_name, run as
+# bin/grade_NN_name) and a worker per build; grade_, reference_ and wrong_ are then targets that
+# build the judge and the worker of that code.
 #
 # The instructor-only parts are optional, so that a student edition (the kit without solutions/,
 # grader/*/wrong.json, grader/selftest/ and grader/*/hidden/) configures without them: the reference
@@ -37,7 +40,7 @@ set(KIT_SUBMISSION_DIR "" CACHE PATH
     "Student files of a submission, as <dir>/<lab>/<file>, used before labs/ (kit.py grade --submission)")
 
 function(kit_add_lab lab)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "BENCHMARK" "SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;TESTS;BENCHMARK;LIBRARIES;GRADER_LIBRARIES")
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${lab})
   set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${lab})
   set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
@@ -77,7 +80,8 @@ function(kit_add_lab lab)
       else()
         set(bench bench_${lab}_reference)
       endif()
-      add_executable(${bench} ${grader_dir}/${arg_BENCHMARK})
+      list(TRANSFORM arg_BENCHMARK PREPEND ${grader_dir}/ OUTPUT_VARIABLE bench_sources)
+      add_executable(${bench} ${bench_sources})
       target_link_libraries(${bench} PRIVATE ${lib} benchmark::benchmark ${arg_GRADER_LIBRARIES})
       target_compile_definitions(${bench} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
     endif()
@@ -89,7 +93,8 @@ function(kit_add_lab lab)
   set_property(GLOBAL APPEND PROPERTY KIT_LABS ${lab})
 endfunction()
 
-# The judge of a lab with grader/<lab>/remote.h (target and file grade_<lab>): every test of the lab, the kit's test main, and a
+# The judge of a lab with grader/<lab>/remote.h (target judge_<lab>, run as bin/grade_<lab>): every
+# test of the lab, the kit's test main, and a
 # proxy for each student function the tests call (common/src/remote_judge_table.cpp). Its include
 # path puts grader/<lab>/judge/ first, where every student header of the lab (lab.json
 # student_files ending in .cuh or .h) has a declarations-only stand-in, so no student code is
@@ -108,8 +113,27 @@ function(kit_add_judge lab)
                           "student's ${name}; give it a declarations-only stand-in")
     endif()
   endforeach()
-  set(judge grade_${lab})
+  set(judge judge_${lab})
   add_executable(${judge} ${arg_TESTS} ${PROJECT_SOURCE_DIR}/common/src/remote_judge_table.cpp)
+  # bin/grade_<lab>, the name students run (and the judge's process name), is a link to
+  # bin/judge_<lab> made at each link of the judge; the target grade_<lab> builds the judge and the
+  # student's worker. (Named grade_<lab> itself, the judge's file would take over the target name
+  # grade_<lab> in Ninja, which then no longer builds the worker.)
+  add_custom_command(TARGET ${judge} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E create_symlink $<TARGET_FILE_NAME:${judge}>
+            $<TARGET_FILE_DIR:${judge}>/grade_${lab}
+    VERBATIM)
+  # Two empty steps after the judge's link, which the graders' targets wait for (judge_ready_<lab>).
+  # They only order a fresh build: Ninja (1.12 and later) starts first the steps with the most
+  # steps after them, and a student library's compile has three (archive, worker, the grader's
+  # target), so without these the judge's test files, the build's longest compiles (11-20 s each
+  # on an H100 machine), started after every short compile of the libraries.
+  set(ready ${CMAKE_CURRENT_BINARY_DIR}/judge_${lab}.ready)
+  add_custom_command(OUTPUT ${ready}.1 COMMAND ${CMAKE_COMMAND} -E touch ${ready}.1
+                     DEPENDS ${judge} VERBATIM)
+  add_custom_command(OUTPUT ${ready} COMMAND ${CMAKE_COMMAND} -E touch ${ready}
+                     DEPENDS ${ready}.1 VERBATIM)
+  add_custom_target(judge_ready_${lab} DEPENDS ${ready})
   target_include_directories(${judge} BEFORE PRIVATE ${grader_dir}/judge ${grader_dir}
                              ${PROJECT_SOURCE_DIR}/labs/${lab})
   target_link_libraries(${judge} PRIVATE kit_judge ${arg_GRADER_LIBRARIES})
@@ -171,19 +195,12 @@ function(kit_lab_build lab variant lib exe)
                 $<TARGET_FILE:${worker}>
         VERBATIM)
     endif()
-    # The judge is the target grade_<lab> (bin/grade_<lab>, the student's quick loop); building it
-    # builds the student's worker too. `reference_<lab>` and `wrong_<lab>_<name>` build the judge
-    # and their own worker.
-    # (With Ninja this target-level dependency holds every compile of the judge until the worker
-    # is linked: docs/instructors.md, session 23. A LINK_DEPENDS on the worker's file instead would
-    # relink the judge at every student edit, and did not shorten a fresh build on an H100.)
-    if(exe STREQUAL "grade_${lab}")
-      add_dependencies(${exe} ${worker})
-    else()
-      add_custom_target(${exe})
-      add_dependencies(${exe} grade_${lab} ${worker})
-    endif()
-    set(binary "$<TARGET_FILE:grade_${lab}>")
+    # grade_<lab> (the student's quick loop), reference_<lab> and wrong_<lab>_<name> are each
+    # the judge and their own worker: a reference build compiles no student code, and nothing holds
+    # the judge's compiles, the longest of a fresh build, until a worker is linked.
+    add_custom_target(${exe})
+    add_dependencies(${exe} judge_ready_${lab} ${worker})
+    set(binary "$<TARGET_FILE_DIR:judge_${lab}>/grade_${lab}")
     set(worker_entry ", \"worker\": \"$<TARGET_FILE:${worker}>\"")
   else()
     add_executable(${exe} ${arg_TESTS})

@@ -79,6 +79,11 @@ class Sample:
     """Labs the runner could not grade (missing binary, listing failed), with why."""
     slowest: list[tuple[float, str]] = field(default_factory=list)
     """The SLOWEST tests that ran longest, (seconds, "lab test kind"), longest first."""
+    tests: int = 0
+    """Tests graded (every verdict, not run included)."""
+    passed: int = 0
+    """Of those, the tests that passed: a run where fewer passed skipped work (a closed perf
+    gate, a failed step) and is not comparable to one where all did."""
 
     @property
     def total(self) -> float:
@@ -287,6 +292,9 @@ def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
     sample.gpu = run.gpu_available
     sample.not_graded = [f"{lab.lab}: {lab.error}" for lab in run.errors]
     sample.slowest = slowest_tests(run)
+    verdicts = [test.status for lab in run.labs for test in lab.tests]
+    sample.tests = len(verdicts)
+    sample.passed = sum(status is Status.PASSED for status in verdicts)
     with tempfile.TemporaryDirectory(prefix="kit-bench-reports-") as tmp:
         sample.seconds["reports"] = _timed(lambda: reports.write_reports(run, Path(tmp)))[1]
     return sample
@@ -367,7 +375,8 @@ def _progress_line(i: int, runs: int, sample: Sample, label: str = "") -> str:
              "build": sample.seconds.get("build", 0.0), "tests": tests,
              "reports": sample.seconds.get("reports", 0.0)}
     return (f"run {i}/{runs}{label}: {sample.total:.2f} s ("
-            + ", ".join(f"{name} {value:.2f}" for name, value in parts.items()) + ")")
+            + ", ".join(f"{name} {value:.2f}" for name, value in parts.items())
+            + f"; {sample.passed}/{sample.tests} passed)")
 
 
 def render(samples: Sequence[Sample], notes: Sequence[str] = ()) -> str:
@@ -444,6 +453,10 @@ def _notes(samples: Sequence[Sample]) -> list[str]:
                      "this is all of runner.run")
     for failure in dict.fromkeys(f for s in samples for f in s.not_graded):
         notes.append(f"not graded: {failure}")
+    short = [i for i, s in enumerate(samples, start=1) if s.gpu and s.passed < s.tests]
+    if short:
+        notes.append(f"not every test passed in run(s) {', '.join(map(str, short))}: a failed "
+                     "step or a closed perf gate skips work, so those runs are not comparable")
     return notes
 
 

@@ -113,6 +113,15 @@ class CommandTest(BenchGraderCase):
                          ["phase", "seconds", "share"])
         self.assertIn("--target grade_01_alpha grade_02_beta -j", self.cmake_calls()[-1])
 
+    def test_each_run_says_how_many_tests_passed_and_a_failure_is_noted(self) -> None:
+        code, out, err = self.kit("01", FAKE_GPU="1")
+        self.assertEqual(code, ExitCode.OK, err)
+        self.assertRegex(out, r"run 1/1: .*; (\d+)/\1 passed\)")
+        self.assertNotIn("not every test passed", out)
+        code, out, err = self.kit("01", FAKE_GPU="1", FAKE_TESTS="pass,gpu,fail")
+        self.assertRegex(out, r"run 1/1: .*; 2/3 passed\)")
+        self.assertIn("not every test passed in run(s) 1", out)
+
     def test_fresh_build_configures_a_new_temporary_directory_each_run(self) -> None:
         code, out, err = self.kit("01", "--fresh-build", "--repeat", "2")
         self.assertEqual(code, ExitCode.OK, err)
