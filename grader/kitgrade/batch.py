@@ -69,7 +69,8 @@ def _cmd_batch(args: argparse.Namespace, ctx: Context) -> int:
     ctx.stdout.write(f"Batch: {len(folders)} submission(s) in {root}, {reports.seed_text(seed)}\n")
     ctx.stdout.flush()
     out_dir.mkdir(exist_ok=True)
-    options = runner.RunOptions("student", seed, args.jobs, args.timeout)
+    # One set of judges grades every submission: each is pinned at the first (RunOptions).
+    options = runner.RunOptions("student", seed, args.jobs, args.timeout, pinned_judges={})
     columns = [lab.id for lab in labs]
     rows: list[list[str]] = []
     code = ExitCode.OK

@@ -129,6 +129,11 @@ class RunOptions:
     leave_out: frozenset[str] = frozenset()
     """Test ids not to run (NOT_SELECTED_REASON): kit.py mutate leaves out the tests the reference
     did not pass, which decide nothing there (with fail_fast, one would stop every mutant)."""
+    pinned_judges: dict[Path, str] | None = field(default=None, hash=False, compare=False)
+    """Each judge's SHA-256 when the first run with these options began (kit.py batch shares one
+    dict over its submissions): a judge that differs at a later run fails its lab (JUDGE_CHANGED)
+    even if it changed between runs, where the check around each run cannot see it (a rebuild
+    from judge objects that a submission overwrote, on a machine without Landlock)."""
 
 
 FAIL_FAST_REASON = "an earlier test of this lab did not pass (fail fast)"
@@ -208,13 +213,19 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     # replace a judge binary for the tests after its own (docs/grading.md, what a worker can still
     # do). A judge that changed while its lab was graded fails the whole lab.
     judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
+    pinned = options.pinned_judges
+    changed = {binary for binary, digest in judges.items()
+               if pinned is not None and pinned.setdefault(binary, digest) != digest}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
     result.labs = grade_labs(targets, options, on_result or (lambda _: None),
                              gpu_available=result.gpu_available, timings=result.timings)
+    changed |= {binary for binary, digest in judges.items() if _digest(binary) != digest}
     for target, lab in zip(targets, result.labs):
-        if target.binary in judges and _digest(target.binary) != judges[target.binary]:
+        if target.binary in changed:
             _judge_changed(lab, target.binary)
+    for binary in changed:
+        _forget_judge(binary)
     return result
 
 
@@ -222,12 +233,28 @@ JUDGE_CHANGED = "not graded: the judge binary changed while this lab was graded"
 
 
 def _judge_changed(lab: LabResult, binary: Path) -> None:
-    why = (f"{binary} is not the file it was when grading began: something wrote to it while the "
-           "tests ran (student code runs as this user). Nothing it reported is believed.")
+    why = (f"{binary} is not the file it was when grading began (in a batch, when its first "
+           "submission was graded): something wrote to it (student code runs as this user). "
+           "Nothing it reported is believed; the next build links it again.")
     lab.notes.append(f"{JUDGE_CHANGED}: {why}")
     for test in lab.tests:
         test.status, test.reason, test.output = Status.FAILED, JUDGE_CHANGED, why
         test.score = 0.0
+
+
+def _forget_judge(binary: Path) -> None:
+    """Removes a judge that changed, and the file its link names (bin/grade_NN -> judge_NN), so
+    the next build links it again instead of keeping a file newer than its objects."""
+    try:
+        if binary.is_symlink():
+            target = binary.parent / os.readlink(binary)
+            if target.parent == binary.parent:
+                target.unlink(missing_ok=True)
+        binary.unlink(missing_ok=True)
+        if binary.name.startswith("grade_"):
+            (binary.parent / ("judge_" + binary.name[len("grade_"):])).unlink(missing_ok=True)
+    except OSError:
+        pass  # nothing to remove, or not ours to remove: the lab has failed either way
 
 
 def _digest(path: Path) -> str | None:

@@ -281,8 +281,41 @@ class JudgeChangedTest(unittest.TestCase):
                 self.assertEqual(result.score, 0)
                 self.assertEqual(result.tests[0].reason, runner.JUDGE_CHANGED)
                 self.assertIn("judge binary changed", result.notes[-1])
+                self.assertFalse(judge.exists())  # removed: the next build links it again
             else:
                 self.assertEqual(result.score, 2)
+
+    def test_a_judge_linked_again_from_changed_objects_fails_the_rest_of_a_batch(self) -> None:
+        # A judge rebuilt between two gradings of a batch (from objects a submission overwrote)
+        # differs from the one the batch began with: the check around each run cannot see it.
+        from unittest import mock
+
+        from kitgrade.model import LabResult
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        (tmp / "judge_01_alpha").write_bytes(b"the judge")
+        link = tmp / "grade_01_alpha"
+        link.symlink_to("judge_01_alpha")
+        lab = make_lab("01_alpha")
+
+        def grade(targets, options, on_result, gpu_available=True, timings=None):
+            result = LabResult(lab.id, lab.title, "student", {s.id: s.title for s in lab.steps})
+            result.tests = [TestResult(lab=lab.id, step=lab.steps[0].id, id="Host.Passes",
+                                       title="t", kind="host", points=2, status=Status.PASSED)]
+            return [result]
+
+        target = runner.LabTarget(lab, link, worker=tmp / "worker_01_alpha")
+        options = runner.RunOptions("student", 1, 1, pinned_judges={})
+        scores = []
+        with mock.patch.object(runner, "grade_labs", grade), \
+                mock.patch.object(runner, "_device", lambda _: {"available": False}):
+            scores.append(runner.run([target], options).labs[0].score)
+            scores.append(runner.run([target], options).labs[0].score)
+            (tmp / "judge_01_alpha").write_bytes(b"a judge that passes everything")
+            third = runner.run([target], options).labs[0]
+        self.assertEqual(scores, [2, 2])
+        self.assertEqual((third.score, third.tests[0].reason), (0, runner.JUDGE_CHANGED))
+        self.assertFalse(link.is_symlink() or (tmp / "judge_01_alpha").exists())
 
 
 class ReviewFlagsTest(unittest.TestCase):
