@@ -125,9 +125,10 @@ function(kit_add_judge lab)
     VERBATIM)
   # Two empty steps after the judge's link, which the graders' targets wait for (judge_ready_<lab>).
   # They only order a fresh build: Ninja (1.12 and later) starts first the steps with the most
-  # steps after them, and a student library's compile has three (archive, worker, the grader's
-  # target), so without these the judge's test files, the build's longest compiles (11-20 s each
-  # on an H100 machine), started after every short compile of the libraries.
+  # steps after them. A student library's compile has two (its archive, the worker's link), a
+  # judge's test file one (the judge's link), so without these the judge's test files, the
+  # build's longest compiles (11-20 s each on an H100 machine), started after every short compile
+  # of the libraries; with them they start first (docs/instructors.md, session 24).
   set(ready ${CMAKE_CURRENT_BINARY_DIR}/judge_${lab}.ready)
   add_custom_command(OUTPUT ${ready}.1 COMMAND ${CMAKE_COMMAND} -E touch ${ready}.1
                      DEPENDS ${judge} VERBATIM)
