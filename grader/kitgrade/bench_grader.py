@@ -79,6 +79,11 @@ class Sample:
     """Labs the runner could not grade (missing binary, listing failed), with why."""
     slowest: list[tuple[float, str]] = field(default_factory=list)
     """The SLOWEST tests that ran longest, (seconds, "lab test kind"), longest first."""
+    build_steps: list[tuple[float, float, str]] = field(default_factory=list)
+    """A build from nothing: its BUILD_STEPS longest steps from Ninja's log, (seconds, started
+    at, output), longest first."""
+    build_cpu: float = 0.0
+    """The same build: every step's seconds added up (the build's work, whatever ran at once)."""
     tests: int = 0
     """Tests graded (every verdict, not run included)."""
     passed: int = 0
@@ -273,7 +278,8 @@ def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
     sample = Sample()
     out = io.StringIO()  # the build's output; BuildError carries its tail
     cache = build_dir / "CMakeCache.txt"
-    if not cache.is_file():
+    fresh = not cache.is_file()
+    if fresh:
         sample.seconds["configure"] = _timed(lambda: configure(root, build_dir, out=out,
                                                                  quiet=True))[1]
         sample.configured = True
@@ -286,6 +292,10 @@ def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
     names = grading_targets(root, labs, options.variant)
     sample.seconds["build"] = _timed(lambda: ensure_built(root, build_dir, names, out=out,
                                                           quiet=True))[1]
+    if fresh:  # built from nothing: Ninja's log holds this build alone
+        steps = ninja_steps(build_dir / ".ninja_log")
+        sample.build_cpu = sum(seconds for seconds, _, _ in steps)
+        sample.build_steps = steps[:BUILD_STEPS]
     targets = [runner.lab_target(root, build_dir, lab, options.variant) for lab in labs]
     run, seconds = _timed(lambda: runner.run(targets, options))
     sample.seconds.update(runner_phases(run, seconds))
@@ -298,6 +308,32 @@ def bench_once(root: Path, labs: Sequence[Lab], build_dir: Path,
     with tempfile.TemporaryDirectory(prefix="kit-bench-reports-") as tmp:
         sample.seconds["reports"] = _timed(lambda: reports.write_reports(run, Path(tmp)))[1]
     return sample
+
+
+BUILD_STEPS = 5
+"""How many of a fresh build's longest steps the table lists."""
+
+
+def ninja_steps(log: Path) -> list[tuple[float, float, str]]:
+    """The steps in Ninja's log (`.ninja_log`: start and end in ms, mtime, output, hash per line),
+    (seconds, started at in s, output), longest first; a step with several outputs once. Empty
+    when there is no log (another generator)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    steps: dict[tuple[int, int, str], str] = {}
+    for line in lines:
+        fields = line.split("\t")
+        if line.startswith("#") or len(fields) < 5:
+            continue
+        try:
+            start, end = int(fields[0]), int(fields[1])
+        except ValueError:
+            continue
+        steps.setdefault((start, end, fields[4]), fields[3])
+    return sorted(((end - start) / 1000, start / 1000, output)
+                  for (start, end, _), output in steps.items())[::-1]
 
 
 def slowest_tests(run: RunResult, count: int = SLOWEST) -> list[tuple[float, str]]:
@@ -418,10 +454,26 @@ def render_versus(a: Sequence[Sample], b: Sequence[Sample], setting: str,
 def _table_text(lines: Sequence[str], notes: Sequence[str], last: Sample, which: str) -> str:
     """A table's lines, its notes (wrapped) and the slowest tests of `last`, the run `which`."""
     text = "\n".join(lines) + "\n" + "".join(f"{_wrap(note)}\n" for note in notes)
+    if last.build_steps:
+        text += (f"\nlongest build steps ({which}, {last.build_cpu:.0f} s of steps in all; from "
+                 "Ninja's log):\n" + "".join(
+                     f"{seconds:7.1f} s  from {start:5.1f} s  {_tail(_step_name(output), 52)}\n"
+                     for seconds, start, output in last.build_steps))
     if last.slowest:
         text += f"\nslowest tests ({which}; tests side by side overlap):\n" + "".join(
             f"{seconds:7.2f} s  {what[:68]}\n" for seconds, what in last.slowest)
     return text
+
+
+def _step_name(output: str) -> str:
+    """An object's path from the target's folder on ("judge_03_coalescing.dir/test_coalescing.cu.o"
+    for grader/03_coalescing/CMakeFiles/judge_03_coalescing.dir/test_coalescing.cu.o)."""
+    return output.rsplit("CMakeFiles/", 1)[-1].replace("__/", "")
+
+
+def _tail(text: str, width: int) -> str:
+    """`text` cut from the left to `width` characters (a path's end says most)."""
+    return text if len(text) <= width else "..." + text[-(width - 3):]
 
 
 def _versus_row(name: str, a: Sequence[float], b: Sequence[float]) -> str:

@@ -242,6 +242,31 @@ class PhasesTest(unittest.TestCase):
                          {"tests": 3.0})
 
 
+class NinjaStepsTest(unittest.TestCase):
+    def test_the_longest_steps_first_each_once_and_the_table_lists_them(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / ".ninja_log"
+            log.write_text("# ninja log v6\n"
+                           "0\t1500\t0\tlib.a\taa\n"
+                           "1100\t24900\t0\tgrader/03/judge_03.dir/test_coalescing.cu.o\tbb\n"
+                           "200\t3000\t0\tone.o\tcc\n200\t3000\t0\ttwo.o\tcc\n"
+                           "garbage line\n")
+            steps = bench_grader.ninja_steps(log)
+            self.assertEqual(bench_grader.ninja_steps(Path(tmp) / "missing"), [])
+        self.assertEqual([output for _, _, output in steps],
+                         ["grader/03/judge_03.dir/test_coalescing.cu.o", "one.o", "lib.a"])
+        self.assertEqual(steps[0][:2], (23.8, 1.1))
+        sample = bench_grader.Sample({"configure": 1.0, "build": 25.0}, True, True)
+        sample.build_steps, sample.build_cpu = steps, 28.1
+        text = bench_grader.render([sample])
+        self.assertIn("longest build steps (the last run, 28 s of steps in all", text)
+        self.assertIn("   23.8 s  from   1.1 s  grader/03/judge_03.dir/test_coalescing.cu.o", text)
+        self.assertEqual(bench_grader._step_name(
+            "grader/05/CMakeFiles/lab_05_reference.dir/__/__/solutions/05/a.cu.o"),
+            "lab_05_reference.dir/solutions/05/a.cu.o")
+        self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)
+
+
 class RenderTest(unittest.TestCase):
     def sample(self, build: float, tests: float, configured: bool = True,
                gpu: bool = True) -> bench_grader.Sample:
