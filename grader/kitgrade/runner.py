@@ -214,8 +214,9 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     # do). A judge that changed while its lab was graded fails the whole lab.
     judges = {t.binary: _digest(t.binary) for t in targets if t.worker is not None}
     pinned = options.pinned_judges
-    changed = {binary for binary, digest in judges.items()
-               if pinned is not None and pinned.setdefault(binary, digest) != digest}
+    changed = {binary for binary, digest in judges.items()  # a missing judge pins nothing
+               if pinned is not None and digest is not None
+               and pinned.setdefault(binary, digest) != digest}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
     result.labs = grade_labs(targets, options, on_result or (lambda _: None),

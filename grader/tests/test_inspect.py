@@ -309,6 +309,9 @@ class JudgeChangedTest(unittest.TestCase):
         scores = []
         with mock.patch.object(runner, "grade_labs", grade), \
                 mock.patch.object(runner, "_device", lambda _: {"available": False}):
+            missing = runner.LabTarget(lab, tmp / "grade_02_not_built", worker=tmp / "w")
+            runner.run([missing], options)  # a judge not built yet pins nothing
+            self.assertEqual(options.pinned_judges, {})
             scores.append(runner.run([target], options).labs[0].score)
             scores.append(runner.run([target], options).labs[0].score)
             (tmp / "judge_01_alpha").write_bytes(b"a judge that passes everything")
