@@ -97,6 +97,8 @@ DeviceInfo query_device(int device) {
   info.max_mem_clock_mhz = attribute(cudaDevAttrMemoryClockRate) / 1000;
   info.memory_bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth);
   info.copy_engines = attribute(cudaDevAttrAsyncEngineCount);
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) == cudaSuccess) info.pci_bus_id = bus_id;
   info.global_mem_bytes = prop.totalGlobalMem;
   info.current_sm_clock_mhz = current_sm_clock_mhz(device);
   return info;
@@ -114,7 +116,7 @@ std::string to_json(const DeviceInfo& info) {
       << R"(, "mem_clock_mhz": )" << info.max_mem_clock_mhz << R"(, "memory_bus_bits": )"
       << info.memory_bus_bits << R"(, "copy_engines": )" << info.copy_engines
       << R"(, "current_sm_clock_mhz": )" << info.current_sm_clock_mhz << R"(, "global_mem_bytes": )"
-      << info.global_mem_bytes << "}";
+      << info.global_mem_bytes << R"(, "pci_bus_id": ")" << json_escape(info.pci_bus_id) << R"("})";
   return out.str();
 }
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import bans, coach, counters, inspect, ncu, protocol, reports, sanitizer, thresholds
+from . import (bans, coach, counters, gpu_lock, inspect, ncu, protocol, reports, sanitizer,
+               thresholds)
 from .manifest import Lab
 from .model import (NO_DEVICE_REASON, SANITIZER_TOOLS, LabResult, RunResult, Status, TestResult,
                     is_correctness)
@@ -101,6 +102,12 @@ class LabTarget:
 
     settle: Settle | None = field(default=None, compare=False)
     """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
+
+    variant: str | None = None
+    """The build this target grades ("student" or "reference"; a known-wrong submission is a
+    student's), which the judge is told; None: RunOptions.variant. lab_target() sets it, so one
+    run can grade both (the kit's own selftest grades the stubs, the references and the
+    known-wrong submissions in one run)."""
 
     first_step: str | None = None
     """With RunOptions.fail_fast: the correctness tests of this step run first, in a process of
@@ -186,7 +193,7 @@ def lab_target(root: Path, build_dir: Path, lab: Lab, variant: str, *, wrong: st
         listed_by = None  # a judge has no student code in it: its own list is the trusted one
     roots = tuple(sorted({where.parent for where in files.values()} |
                          {root / "labs" / lab.id, root / "common" / "include"}))
-    return LabTarget(lab, binary, sources, archive, listed_by, roots, worker)
+    return LabTarget(lab, binary, sources, archive, listed_by, roots, worker, variant=variant)
 
 
 def read_targets(build_dir: Path) -> dict[str, dict]:
@@ -219,8 +226,10 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
                and pinned.setdefault(binary, digest) != digest}
     device = _device(targets)
     result = RunResult(options.seed, options.variant, device, started)
-    result.labs = grade_labs(targets, options, on_result or (lambda _: None),
-                             gpu_available=result.gpu_available, timings=result.timings)
+    with gpu_lock.GpuLock(gpu_lock.path_for(device)) as lock:
+        result.labs = grade_labs(targets, options, on_result or (lambda _: None),
+                                 gpu_available=result.gpu_available, timings=result.timings,
+                                 lock=lock)
     changed |= {binary for binary, digest in judges.items() if _digest(binary) != digest}
     for target, lab in zip(targets, result.labs):
         if target.binary in changed:
@@ -433,8 +442,8 @@ class _Lab:
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
-               gpu_available: bool = True, timings: dict[str, float] | None = None
-               ) -> list[LabResult]:
+               gpu_available: bool = True, timings: dict[str, float] | None = None,
+               lock: gpu_lock.GpuLock | None = None) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
@@ -443,8 +452,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     process starts during the correctness phase and waits for its turn); then the counter tests
     (each under Nsight Compute, up to COUNTER_SESSIONS at once), while the perf processes start;
     then, one lab at a time, if every correctness test of the lab passed, its perf tests.
-    `timings` gets the seconds of each phase (RunResult.timings)."""
+    `timings` gets the seconds of each phase (RunResult.timings). `lock`, the GPU's (gpu_lock),
+    is held shared from the correctness tests on and exclusive from the timed tests on, so no
+    other grading on the GPU runs beside those."""
     timings = timings if timings is not None else {}
+    lock = lock if lock is not None else gpu_lock.GpuLock(None)
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
 
@@ -458,6 +470,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     clock = _lap(timings, "list", clock)
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
+    lock.shared()
     # The times of the last grading in this build directory split each lab's tests by time.
     store = TestSeconds(inspect.build_dir_of(graded[0].target.binary) if graded else None)
     work = []
@@ -514,6 +527,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
         clock = done
 
+    lock.exclusive()
     for lab in graded:
         _timed(lab, early_timed.get(id(lab)))
         drain()
@@ -544,7 +558,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         if isinstance(lab, _Lab):
             lab.result.tests = [lab.by_id[s.id] for s in _step_order(lab.target.lab, lab.listing)]
             lab.result.notes += review_flags(lab.result.tests)
-            if options.variant == "student":
+            if lab.result.variant == "student":
                 graded_speed(lab.result.tests)
             lab = lab.result
         results.append(lab)
@@ -743,7 +757,8 @@ def _prepare(target: LabTarget, options: RunOptions,
     the student's objects (a refusal fails every test unrun) and the banned libraries (the tests
     of a step a found one bans fail unrun). A LabResult when the lab cannot be graded."""
     lab = target.lab
-    result = LabResult(lab.id, lab.title, options.variant, {s.id: s.title for s in lab.steps})
+    variant = target.variant or options.variant
+    result = LabResult(lab.id, lab.title, variant, {s.id: s.title for s in lab.steps})
     if not target.binary.is_file():
         result.error = f"binary not built: {target.binary}"
         return result
@@ -751,13 +766,13 @@ def _prepare(target: LabTarget, options: RunOptions,
         if target.listed_by is not None and target.listed_by.is_file():
             listing = protocol.list_tests(target.listed_by, lab.id, "reference", result.steps)
         else:
-            listing = protocol.list_tests(target.binary, lab.id, options.variant, result.steps,
-                                          target.judge_args(options.variant))
+            listing = protocol.list_tests(target.binary, lab.id, variant, result.steps,
+                                          target.judge_args(variant))
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
     graded = _Lab(target, result, listing, target.timeout_s or options.timeout_s or lab.timeout_s,
-                  target.judge_args(options.variant), deliver, seed=options.seed,
+                  target.judge_args(variant), deliver, seed=options.seed,
                   fail_fast=options.fail_fast)
 
     if target.archive is not None and target.archive.is_file() and target.inspect:

@@ -11,23 +11,29 @@ What it proves, in order:
 4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
    and a grader binary refuses to write a verdict without the runner's key;
-5. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
-6. every reference solution passes every step, performance included, at the stricter
+5. the stubs, the references and every known-wrong submission are graded in one run, as a
+   batch of submissions would be: every correctness test side by side, each one's timed,
+   counter and perf tests alone;
+6. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
+7. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
-7. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
+8. every known-wrong submission (grader/<lab>/wrong.json) loses the points of the steps it
    breaks, keeps the others, and gets a message that points at the mistake (those whose outputs
    are right lose only a step graded under compute-sanitizer, with the tool's report), and every
    known-right alternative (an entry named right_*, which loses nothing) gets full marks;
-8. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
+9. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
-9. the documentation site builds without a warning, every figure its pages show is in it
-   (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
-10. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
-    included, and passes its own test command (this command, run inside it).
+10. the documentation site builds without a warning, every figure its pages show is in it
+    (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
+11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
+    included, and passes its own test command (this command, run inside it). The release is
+    written right after the build, and its test command runs beside steps 2 to 10 (the GPU's
+    lock, kitgrade.gpu_lock, keeps the two gradings' timed and perf tests apart); its verdict is
+    read at the end.
 
-In a student edition there is nothing to prove for 4 and 6-8 and 10 (no fake lab, solutions,
-known-wrong submissions or release command): it runs 1-3, 5 (every stub compiles and fails, and
-every grader lists its tests) and the documentation check.
+In a student edition there is nothing to prove for 4, 7-9 and 11 (no fake lab, solutions,
+known-wrong submissions or release command): it runs 1-3, 5-6 (every stub compiles and fails,
+and every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. So are the counter tests
@@ -52,11 +58,12 @@ import tempfile
 import textwrap
 import unittest
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from . import check, reports, runner, sanitizer, site_check, wrong
+from . import check, gpu_lock, reports, runner, sanitizer, site_check, wrong
 from .build import BuildError, configure, ensure_built
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult, is_correctness
@@ -116,10 +123,10 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="tests graded in parallel (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="seed for every graded test (default: random)")
     parser.add_argument("--labs", nargs="+", metavar="LAB",
-                        help="grade only these labs in steps 5-8 (default: all); to split a long "
+                        help="grade only these labs in steps 5-9 (default: all); to split a long "
                              "run, e.g. on a machine that limits how long one command may take")
     parser.add_argument("--skip-edition", action="store_true",
-                        help="leave out step 10 (the student edition and its own test command, "
+                        help="leave out step 11 (the student edition and its own test command, "
                              "the longest step): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
     parser.add_argument("--skip-shared", action="store_true",
@@ -127,7 +134,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                              "whatever the labs): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
     parser.add_argument("--wrong", nargs="+", metavar="NAME",
-                        help="grade only these known-wrong submissions in steps 7-8 (default: "
+                        help="grade only these known-wrong submissions in steps 8-9 (default: "
                              "every one of the labs graded); the others are counted as skipped, "
                              "never as passed")
     parser.add_argument("--plan", type=int, metavar="GPUS",
@@ -226,8 +233,26 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         unit_tests.kill()
         return _finish(tally, out)
     tally.add(True, "the kit builds", out)
-    bin_dir = build_dir / "bin"
+    instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
+    # The student edition builds and tests itself beside the steps below, niced: its CPU work
+    # overlaps theirs, which is mostly the GPU's, and the GPU's lock (kitgrade.gpu_lock) keeps its
+    # tests away from the timed and perf tests here, and these away from its.
+    edition = (None if not instructor or args.skip_edition
+               else _Edition.start(root, build_dir, args, seed))
+    try:
+        return _after_build(root, build_dir, labs, args, seed, instructor, edition, unit_tests,
+                            tally, out)
+    finally:
+        if edition is not None:
+            edition.kill()
 
+
+def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Namespace,
+                 seed: int, instructor: bool, edition: _Edition | None, unit_tests: _UnitTests,
+                 tally: Tally, out: TextIO) -> int:
+    """Steps 2 to 11 (the module's docstring), after the build."""
+    bin_dir = build_dir / "bin"
+    gpu_needed = args.require_gpu
     _section(out, "Consistency (kit.py check)")
     _consistency(root, build_dir, tally, out)
 
@@ -238,9 +263,6 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
         _python_unit_tests(unit_tests, tally, out)
 
-    gpu_needed = args.require_gpu
-    instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
-
     if (bin_dir / "kit_fake_lab").is_file():
         _section(out, "Faults get verdicts (fake lab)")
         if args.skip_shared:
@@ -248,8 +270,14 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         else:
             _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
+    _section(out, "Stubs, solutions and known-wrong submissions: one grading")
+    only = set(args.wrong) if args.wrong else None
+    graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out)
+
     _section(out, "Every stub fails its correctness steps")
-    stubs = _grade(root, labs, "student", seed, args.jobs, build_dir, out)
+    stubs = graded.stubs
+    out.write(reports.render_terminal(stubs))
+    reports.write_reports(stubs, build_dir / "reports" / "selftest-student")
     _expect_all(stubs, "stub fails", lambda t: t.status.is_problem, lambda t: t.kind != "perf",
                 gpu_needed, tally, out)
     for lab in stubs.labs:
@@ -264,7 +292,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         return _finish(tally, out)
 
     _section(out, "Every solution passes every step")
-    refs = _grade(root, labs, "reference", seed, args.jobs, build_dir, out)
+    refs = graded.refs
+    out.write(reports.render_terminal(refs))
+    reports.write_reports(refs, build_dir / "reports" / "selftest-reference")
     _expect_all(refs, "solution passes", lambda t: t.status is Status.PASSED, lambda t: True,
                 gpu_needed, tally, out)
     for lab in refs.labs:
@@ -275,21 +305,22 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                       f"tests, not visible to students", out)
 
     _section(out, "Wrong submissions lose the right points")
-    only = _only_wrong(root, labs, args.wrong, tally, out)
-    _wrong_submissions(root, labs, build_dir, seed, args.jobs, gpu_needed, tally, out, only)
+    _only_wrong(root, labs, args.wrong, tally, out)
+    for lab, graded_lab in graded.wrongs:
+        _judge_wrongs_of(lab, graded_lab, graded.run, gpu_needed, tally, out)
 
     _section(out, "Racecheck reports the missing barriers")
-    _racecheck(root, labs, build_dir, refs.gpu_available, gpu_needed, tally, out, only)
+    _racecheck(root, labs, build_dir, refs, gpu_needed, tally, out, only)
 
     _section(out, "Documentation site")
     _docs(root, build_dir, args.require_docs, tally, out)
 
     _section(out, "Student edition: no answers inside, and its own tests pass")
-    if args.skip_edition:
+    if edition is None:
         tally.add(None, "the student edition (not run: --skip-edition)", out)
         out.write("  not run: --skip-edition\n")
     else:
-        _student_edition(root, build_dir, args, seed, tally, out)
+        edition.finish(root, tally, out)
     return _finish(tally, out)
 
 
@@ -303,48 +334,78 @@ def _lab(labs: list[Lab], lab_id: str) -> Lab:
 
 
 EDITION_TIMEOUT_S = 1800
+EDITION_NICE = 10
+"""The student edition's test command runs beside the selftest's own steps at this niceness: the
+processes of the steps it shares the machine with come first."""
 
 
-def _student_edition(root: Path, build_dir: Path, args: argparse.Namespace, seed: int,
-                     tally: Tally, out: TextIO) -> None:
-    """Writes a fresh release, runs its README's test command in it as a student would (its own
-    build directory, the same --require-* flags), then looks for solution lines in everything it
-    holds, its built documentation site included."""
-    from . import release  # instructor-only, like this section
-    from .manifest import load_manifest
+class _Edition:
+    """Step 10: a fresh release, written at once; its README's test command, run in it as a
+    student would (its own build directory, the same --require-* flags) beside the steps after
+    the build (start), judged at the end with a look for solution lines in everything it holds,
+    its built documentation site included (finish)."""
 
-    edition = build_dir / "student-edition"
-    shutil.rmtree(edition, ignore_errors=True)
-    manifest = load_manifest(root / "grader" / "labs.json")
-    written = release.write_release(root, edition, manifest)
-    tally.add(not (edition / "solutions").exists() and not any(edition.glob("grader/*/wrong.json"))
-              and not any(edition.glob("grader/*/hidden")),
-              f"a release holds no solutions/, wrong.json or hidden tests ({len(written)} files)",
-              out)
-    argv = [sys.executable, str(edition / "grader" / "kit.py"), "selftest",
-            "--build-dir", str(edition / "build"), "--jobs", str(args.jobs), "--seed", str(seed)]
-    argv += [flag for flag, on in (("--require-gpu", args.require_gpu),
-                                   ("--require-docs", args.require_docs)) if on]
-    log = build_dir / "student-edition.log"
-    try:
-        proc = subprocess.run(argv, cwd=edition, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace",
-                              timeout=EDITION_TIMEOUT_S)
-        text, code = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as err:
-        text, code = (err.stdout or "") if isinstance(err.stdout, str) else "", None
-    log.write_text(text)
-    last = next((line for line in reversed(text.splitlines()) if line.startswith("selftest:")),
-                "no summary line")
-    out.write(f"  release's own test command: {last} (log: {log})\n")
-    tally.add(code == 0 and "selftest:" in last,
-              f"the release's test command passes in a fresh copy (exit {code}: {last})", out)
-    if code != 0:
-        out.write("".join(f"    {line}\n" for line in text.splitlines()[-30:]))
-    leaks, scanned = release.find_leaks(release.secrets_of(root, manifest), edition)
-    out.write(f"  leak check: {scanned} text files of the release, its built docs included\n")
-    out.write("".join(f"    {line}\n" for line in release.describe_leaks(leaks)))
-    tally.add(not leaks, f"no line of a solution is in the release ({len(leaks)} found)", out)
+    def __init__(self, edition: Path, written: int, proc: subprocess.Popen, log: Path) -> None:
+        self.edition, self.written, self.proc, self.log = edition, written, proc, log
+
+    @classmethod
+    def start(cls, root: Path, build_dir: Path, args: argparse.Namespace, seed: int) -> _Edition:
+        from . import release  # instructor-only, like this step
+        from .manifest import load_manifest
+
+        edition = build_dir / "student-edition"
+        shutil.rmtree(edition, ignore_errors=True)
+        written = release.write_release(root, edition, load_manifest(root / "grader" / "labs.json"))
+        argv = [sys.executable, str(edition / "grader" / "kit.py"), "selftest",
+                "--build-dir", str(edition / "build"), "--jobs", str(max(1, args.jobs // 4)),
+                "--seed", str(seed)]
+        argv += [flag for flag, on in (("--require-gpu", args.require_gpu),
+                                       ("--require-docs", args.require_docs)) if on]
+        if shutil.which("nice"):
+            argv = ["nice", "-n", str(EDITION_NICE)] + argv  # nice execs it: the same process
+        log = build_dir / "student-edition.log"
+        with open(log, "w") as sink:
+            proc = subprocess.Popen(argv, cwd=edition, stdin=subprocess.DEVNULL, stdout=sink,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        return cls(edition, len(written), proc, log)
+
+    def kill(self) -> None:
+        """Ends the test command and everything it started, if it still runs."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def finish(self, root: Path, tally: Tally, out: TextIO) -> None:
+        from . import release
+        from .manifest import load_manifest
+
+        edition = self.edition
+        tally.add(not (edition / "solutions").exists()
+                  and not any(edition.glob("grader/*/wrong.json"))
+                  and not any(edition.glob("grader/*/hidden")),
+                  f"a release holds no solutions/, wrong.json or hidden tests ({self.written} "
+                  f"files)", out)
+        try:
+            code: int | None = self.proc.wait(timeout=EDITION_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = None
+        text = self.log.read_text(errors="replace")
+        last = next((line for line in reversed(text.splitlines())
+                     if line.startswith("selftest:")), "no summary line")
+        out.write(f"  release's own test command: {last} (log: {self.log})\n")
+        tally.add(code == 0 and "selftest:" in last,
+                  f"the release's test command passes in a fresh copy (exit {code}: {last})", out)
+        if code != 0:
+            out.write("".join(f"    {line}\n" for line in text.splitlines()[-30:]))
+        manifest = load_manifest(root / "grader" / "labs.json")
+        leaks, scanned = release.find_leaks(release.secrets_of(root, manifest), edition)
+        out.write(f"  leak check: {scanned} text files of the release, its built docs included\n")
+        out.write("".join(f"    {line}\n" for line in release.describe_leaks(leaks)))
+        tally.add(not leaks, f"no line of a solution is in the release ({len(leaks)} found)", out)
 
 
 def _section(out: TextIO, title: str | None) -> None:
@@ -546,15 +607,6 @@ def _unsigned_verdict_refused(binary: Path, tally: Tally, out: TextIO) -> None:
                   f"(exit {proc.returncode}: {proc.stderr.strip()[:120]})", out)
 
 
-def _grade(root: Path, labs: list[Lab], variant: str, seed: int, jobs: int, build_dir: Path,
-           out: TextIO) -> RunResult:
-    targets = [runner.lab_target(root, build_dir, lab, variant) for lab in labs]
-    run = runner.run(targets, runner.RunOptions(variant, seed, jobs))
-    out.write(reports.render_terminal(run))
-    reports.write_reports(run, build_dir / "reports" / f"selftest-{variant}")
-    return run
-
-
 def _only_wrong(root: Path, labs: list[Lab], names: list[str] | None, tally: Tally,
                 out: TextIO) -> set[str] | None:
     """The known-wrong submissions --wrong names (None: every one). A name that no lab graded
@@ -573,56 +625,97 @@ def _only_wrong(root: Path, labs: list[Lab], names: list[str] | None, tally: Tal
     return set(names)
 
 
-def _wrong_submissions(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
-                       gpu_needed: bool, tally: Tally, out: TextIO,
-                       only: set[str] | None = None) -> None:
-    """Grades every known-wrong submission of `labs`, one lab at a time (a lab's submissions in
-    one run, their correctness tests side by side, as a batch of submissions would be), then the
-    refused attacks again without the inspection, in the same run: the judge/worker split alone
-    must hold too.
-    Each lab's verdicts are printed as soon as it is graded, so a run cut short by a time limit
-    still shows the labs it finished."""
-    for lab in labs:
-        _wrong_submissions_of(root, lab, build_dir, seed, jobs, gpu_needed, tally, out, only)
-        out.flush()
+@dataclass
+class _Together:
+    """One run of every stub, reference and known-wrong submission, split by what each was."""
+    run: RunResult
+    stubs: RunResult
+    refs: RunResult
+    wrongs: list[tuple[Lab, _WrongRun]]
 
 
-def _wrong_submissions_of(root: Path, lab: Lab, build_dir: Path, seed: int, jobs: int,
-                          gpu_needed: bool, tally: Tally, out: TextIO,
-                          only: set[str] | None) -> None:
-    subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
-    if not subs:
-        return
+@dataclass
+class _WrongRun:
+    """A lab's known-wrong submissions in the run: each one's result, and the refused attacks'
+    second grading without the inspection (by index in subs)."""
+    subs: list[wrong.WrongSubmission]
+    results: list[LabResult] = field(default_factory=list)
+    uninspected: dict[int, LabResult] = field(default_factory=dict)
+
+
+def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
+                    instructor: bool, only: set[str] | None, out: TextIO) -> _Together:
+    """Grades the stubs, the references and every known-wrong submission of `labs` (those in
+    `only`, when given) in one run, as a batch of submissions would be: the correctness tests of
+    all of them side by side, then each one's timed, counter and perf tests alone. The refused
+    attacks are graded a second time without the inspection, in the same run: the judge/worker
+    split alone must hold too. (A student edition has only its stubs.)"""
     started = time.monotonic()
-    targets = [dataclasses.replace(runner.lab_target(root, build_dir, lab, "student",
-                                                     wrong=sub.name), timeout_s=sub.timeout_s,
-                                   settle=_settle(sub))
-               for sub in subs]
-    # The refused attacks are graded a second time without the inspection, in the same run.
-    again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
-    run = runner.run(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
-                     runner.RunOptions("student", seed, jobs))
-    uninspected = dict(zip(again, run.labs[len(targets):]))
-    for i, sub in enumerate(subs):
+    stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
+    refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
+            if instructor else [])
+    targets = stubs + refs
+    wrongs: list[tuple[Lab, _WrongRun, int, list[int]]] = []  # lab, its run, first index, again
+    for lab in labs if instructor else []:
+        subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
+        if not subs:
+            continue
+        first = len(targets)
+        targets += [dataclasses.replace(runner.lab_target(root, build_dir, lab, "student",
+                                                          wrong=sub.name),
+                                        timeout_s=sub.timeout_s, settle=_settle(sub))
+                    for sub in subs]
+        wrongs.append((lab, _WrongRun(subs), first,
+                       [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]))
+    for lab, graded, first, again in wrongs:
+        targets += [dataclasses.replace(targets[first + i], inspect=False) for i in again]
+    run = runner.run(targets, runner.RunOptions("student", seed, jobs))
+    labs_of = run.labs
+    again_at = len(stubs) + len(refs) + sum(len(g.subs) for _, g, _, _ in wrongs)
+    for lab, graded, first, again in wrongs:
+        graded.results = labs_of[first:first + len(graded.subs)]
+        graded.uninspected = dict(zip(again, labs_of[again_at:again_at + len(again)]))
+        again_at += len(again)
+
+    def part(variant: str, results: list[LabResult]) -> RunResult:
+        return RunResult(run.seed, variant, run.device, run.started_at, results,
+                         timings=dict(run.timings))
+
+    settled = sum(t.reason == runner.SETTLED_REASON for graded in run.labs for t in graded.tests)
+    n_wrong = sum(len(g.subs) for _, g, _, _ in wrongs)
+    n_again = sum(len(again) for *_, again in wrongs)
+    line = (f"({len(stubs)} stubs, {len(refs)} solutions, {n_wrong} known-wrong submissions"
+            + (f" and {n_again} of them again without the inspection" if n_again else "")
+            + f" in {time.monotonic() - started:.0f} s: "
+            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
+            + (f"; {settled} tests of steps already lost not run" if settled else "") + ")")
+    out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
+                                       subsequent_indent="   ")) + "\n")
+    return _Together(run, part("student", run.labs[:len(stubs)]),
+                     part("reference", run.labs[len(stubs):len(stubs) + len(refs)]),
+                     [(lab, graded) for lab, graded, _, _ in wrongs])
+
+
+def _judge_wrongs_of(lab: Lab, graded: _WrongRun, run: RunResult, gpu_needed: bool,
+                     tally: Tally, out: TextIO) -> None:
+    """Judges each of the lab's known-wrong submissions (and the refused attacks' second
+    grading), then names the ones whose tests took longest."""
+    for i, sub in enumerate(graded.subs):
         if sub.refused:
-            _judge_refused(lab, sub, _one_lab(run, run.labs[i]), tally, out)
+            _judge_refused(lab, sub, _one_lab(run, graded.results[i]), tally, out)
             if sub.only_refused:
                 continue
-            _judge_wrong(lab, sub, _one_lab(run, uninspected[i]), gpu_needed, tally, out)
+            _judge_wrong(lab, sub, _one_lab(run, graded.uninspected[i]), gpu_needed, tally, out)
         else:
-            _judge_wrong(lab, sub, _one_lab(run, run.labs[i]), gpu_needed, tally, out)
+            _judge_wrong(lab, sub, _one_lab(run, graded.results[i]), gpu_needed, tally, out)
     # The test-seconds of each submission (its tests' durations added up; tests side by side
-    # overlap): which ones the lab's time went to.
-    settled = sum(t.reason == runner.SETTLED_REASON for graded in run.labs for t in graded.tests)
-    costs = sorted(((sum(t.duration_s for t in graded.tests), name) for name, graded in
-                    zip([sub.name for sub in subs] + [subs[i].name for i in again], run.labs)),
-                   reverse=True)[:SLOWEST_WRONG]
-    line = (f"({lab.id}: {len(subs)} submissions in {time.monotonic() - started:.0f} s: "
-            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
-            + (f"; {len(again)} graded again without the inspection" if again else "")
-            + (f"; {settled} tests of steps already lost not run" if settled else "")
-            + "; most test-seconds: " + ", ".join(f"{name} {cost:.0f}" for cost, name in costs)
-            + ")")
+    # overlap): which ones the time went to.
+    names = [sub.name for sub in graded.subs] + [graded.subs[i].name for i in graded.uninspected]
+    results = graded.results + list(graded.uninspected.values())
+    costs = sorted(((sum(t.duration_s for t in result.tests), name)
+                    for name, result in zip(names, results)), reverse=True)[:SLOWEST_WRONG]
+    line = (f"({lab.id}: {len(graded.subs)} submissions; most test-seconds: "
+            + ", ".join(f"{name} {cost:.0f}" for cost, name in costs) + ")")
     out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
                                        subsequent_indent="   ")) + "\n")
 
@@ -651,19 +744,19 @@ RACECHECK_TIMEOUT_S = 300
 SKIPS_LISTED = 10  # the final summary names the skipped checks when there are this few
 
 
-def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool,
+def _racecheck(root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
                gpu_needed: bool, tally: Tally, out: TextIO,
                only: set[str] | None = None) -> None:
     """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
     reference with the same filter (once per lab and filter): hazards in the first, none in the
-    second."""
+    second. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock)."""
+    gpu_available = refs.gpu_available
     cases = []
     for lab in labs:
         cases += [(lab, sub) for sub in wrong.load(root, lab)
                   if sub.racecheck and (only is None or sub.name in only)]
     if not cases:
         return
-    bin_dir = build_dir / "bin"
     tool = sanitizer.find_sanitizer()
     if tool is None or not gpu_available:
         why = "compute-sanitizer not found" if tool is None else "no CUDA device"
@@ -673,6 +766,7 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
         out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
         return
     clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
+    runs = []  # (what, binary, filter, hazard wanted, argv), graded side by side
     for lab, sub in cases:
         for target, variant, want_hazard in (
                 (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
@@ -681,23 +775,32 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, gpu_available: bool
                 if (lab.id, sub.racecheck) in clean:
                     continue
                 clean.add((lab.id, sub.racecheck))
-            binary = target.binary
-            argv = sanitizer.command(tool, "racecheck", binary, sub.racecheck,
-                                     target.judge_args(variant))
             what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
                     else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
-            try:
-                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, errors="replace",
-                                      check=False, timeout=RACECHECK_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
-                continue
-            summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
-                            if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-            hazard = proc.returncode == sanitizer.ERROR_EXIT
-            tally.add(hazard == want_hazard, what, out)
-            out.write(f"  {binary.name} --gtest_filter={sub.racecheck}: {summary}\n")
+            runs.append((what, target.binary, sub.racecheck, want_hazard, sanitizer.command(
+                tool, "racecheck", target.binary, sub.racecheck, target.judge_args(variant))))
+
+    def race(argv: list[str]) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, errors="replace",
+                                  check=False, timeout=RACECHECK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None
+
+    with gpu_lock.GpuLock(gpu_lock.path_for(refs.device)) as lock, \
+            ThreadPoolExecutor(max_workers=runner.SANITIZER_SESSIONS) as pool:
+        lock.shared()
+        procs = list(pool.map(race, [argv for *_, argv in runs]))
+    for (what, binary, test_filter, want_hazard, _), proc in zip(runs, procs):
+        if proc is None:
+            tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
+            continue
+        summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
+                        if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
+        hazard = proc.returncode == sanitizer.ERROR_EXIT
+        tally.add(hazard == want_hazard, what, out)
+        out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary}\n")
 
 
 def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_needed: bool,

@@ -124,7 +124,8 @@ def kit_device() -> int:
     if os.environ.get("FAKE_GPU") == "1":
         print(json.dumps({"available": True, "name": "Fake H100", "cc": "9.0", "sms": 132,
                           "l2_bytes": 52428800, "sm_clock_mhz": 1980, "mem_clock_mhz": 2619,
-                          "copy_engines": 3, "current_sm_clock_mhz": 1755}))
+                          "copy_engines": 3, "current_sm_clock_mhz": 1755,
+                          "pci_bus_id": "00000000:19:00.0"}))
     else:
         print(json.dumps({"available": False, "reason": "no CUDA device"}))
     return 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +17,8 @@ from unittest import mock
 from kitgrade.manifest import Lab, parse_manifest
 
 FAKE_BINARY = Path(__file__).resolve().parent / "fake_binary.py"
+_LOCK_DIR = tempfile.mkdtemp(prefix="kit-test-gpu-lock-")
+atexit.register(shutil.rmtree, _LOCK_DIR, True)
 
 
 def lab_entry(lab_id: str, timeout_s: float = 2.0) -> dict:
@@ -60,8 +65,11 @@ def make_repo(root: Path, lab_ids: list[str], built: list[str] | None = None,
 
 @contextmanager
 def fake_env(**values: str) -> Iterator[None]:
-    """os.environ without any FAKE_*/KIT_*/NO_COLOR leftovers, plus `values`."""
+    """os.environ without any FAKE_*/KIT_*/NO_COLOR leftovers, plus `values`. The GPU lock
+    (kitgrade.gpu_lock) of a fake GPU is this test process's own, so test processes run side by
+    side do not wait for each other."""
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("FAKE_", "KIT_")) and k != "NO_COLOR"}
+    clean["KIT_GPU_LOCK_DIR"] = _LOCK_DIR
     with mock.patch.dict(os.environ, {**clean, **values}, clear=True):
         yield

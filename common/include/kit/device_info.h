@@ -35,6 +35,7 @@ struct DeviceInfo {
   int copy_engines = 0;            ///< asynchronous copy engines (concurrent H2D and D2H copies)
   int current_sm_clock_mhz = -1;   ///< from NVML when the driver's library is present, else -1
   std::size_t global_mem_bytes = 0;
+  std::string pci_bus_id;  ///< "00000000:19:00.0": names the GPU's lock file (kitgrade.gpu_lock)
 };
 
 /// Queries device `device`. Never throws: a machine without a GPU or driver gives
