@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import io
 import itertools
 import json
@@ -627,7 +628,7 @@ def _only_wrong(root: Path, labs: list[Lab], names: list[str] | None, tally: Tal
 
 @dataclass
 class _Together:
-    """One run of every stub, reference and known-wrong submission, split by what each was."""
+    """The stubs', references' and known-wrong submissions' results, split by what each was."""
     run: RunResult
     stubs: RunResult
     refs: RunResult
@@ -636,64 +637,89 @@ class _Together:
 
 @dataclass
 class _WrongRun:
-    """A lab's known-wrong submissions in the run: each one's result, and the refused attacks'
-    second grading without the inspection (by index in subs)."""
+    """A lab's known-wrong submissions: each one's result, and the refused attacks' second
+    grading without the inspection (by index in subs)."""
     subs: list[wrong.WrongSubmission]
-    results: list[LabResult] = field(default_factory=list)
+    results: list[LabResult | None] = field(default_factory=list)
     uninspected: dict[int, LabResult] = field(default_factory=dict)
+
+
+PROGRESS_FILE = "selftest-progress.log"
+"""In the build directory: a line per graded test of step 5 as it ends (seconds since the step
+began, lab, test, verdict, seconds it took), to see where a long or cut-off run spent its time."""
 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO) -> _Together:
     """Grades the stubs, the references and every known-wrong submission of `labs` (those in
-    `only`, when given) in one run, as a batch of submissions would be: the correctness tests of
-    all of them side by side, then each one's timed, counter and perf tests alone. The refused
-    attacks are graded a second time without the inspection, in the same run: the judge/worker
-    split alone must hold too. (A student edition has only its stubs.)"""
+    `only`, when given) as a batch of submissions would be: the correctness tests of all of them
+    side by side, then each one's timed, counter and perf tests alone. The refused attacks are
+    graded a second time without the inspection, in the same run: the judge/worker split alone
+    must hold too. The submissions that hang on purpose (wrong.json's timeout_s) are graded in a
+    second run, after the first: a kernel that never ends shares the GPU with every test beside
+    it, and each of theirs spins for its whole time limit. (A student edition has only stubs.)"""
     started = time.monotonic()
-    stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
-    refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
-            if instructor else [])
-    targets = stubs + refs
-    wrongs: list[tuple[Lab, _WrongRun, int, list[int]]] = []  # lab, its run, first index, again
+    stubs: list[LabResult] = []
+    refs: list[LabResult] = []
+    # (target, hangs on purpose, where its result goes), in the order they are graded
+    entries: list[tuple[runner.LabTarget, bool, Callable[[LabResult], None]]] = []
+    entries += [(runner.lab_target(root, build_dir, lab, "student"), False, stubs.append)
+                for lab in labs]
+    if instructor:
+        entries += [(runner.lab_target(root, build_dir, lab, "reference"), False, refs.append)
+                    for lab in labs]
+    wrongs: list[tuple[Lab, _WrongRun]] = []
     for lab in labs if instructor else []:
         subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
         if not subs:
             continue
-        first = len(targets)
-        targets += [dataclasses.replace(runner.lab_target(root, build_dir, lab, "student",
-                                                          wrong=sub.name),
-                                        timeout_s=sub.timeout_s, settle=_settle(sub))
-                    for sub in subs]
-        wrongs.append((lab, _WrongRun(subs), first,
-                       [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]))
-    for lab, graded, first, again in wrongs:
-        targets += [dataclasses.replace(targets[first + i], inspect=False) for i in again]
-    run = runner.run(targets, runner.RunOptions("student", seed, jobs))
-    labs_of = run.labs
-    again_at = len(stubs) + len(refs) + sum(len(g.subs) for _, g, _, _ in wrongs)
-    for lab, graded, first, again in wrongs:
-        graded.results = labs_of[first:first + len(graded.subs)]
-        graded.uninspected = dict(zip(again, labs_of[again_at:again_at + len(again)]))
-        again_at += len(again)
+        graded = _WrongRun(subs, [None] * len(subs))
+        wrongs.append((lab, graded))
+        for i, sub in enumerate(subs):
+            target = dataclasses.replace(
+                runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
+                timeout_s=sub.timeout_s, settle=_settle(sub))
+            hangs = sub.timeout_s is not None
+            entries.append((target, hangs, functools.partial(graded.results.__setitem__, i)))
+            if sub.refused and not sub.only_refused:
+                entries.append((dataclasses.replace(target, inspect=False), hangs,
+                                functools.partial(graded.uninspected.__setitem__, i)))
+    progress = open(build_dir / PROGRESS_FILE, "w", buffering=1)
+
+    def log(test: TestResult) -> None:
+        progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
+                       f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
+
+    first: RunResult | None = None
+    with progress:
+        for hangs in (False, True):
+            chosen = [(target, store) for target, h, store in entries if h == hangs]
+            if not chosen:
+                continue
+            began = time.monotonic()
+            run = runner.run([target for target, _ in chosen],
+                             runner.RunOptions("student", seed, jobs), log)
+            for (_, store), result in zip(chosen, run.labs):
+                store(result)
+            first = first or run
+            settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
+                          for t in lab.tests)
+            what = (f"{len(chosen)} known-wrong submissions that hang on purpose" if hangs else
+                    f"{len(stubs)} stubs, {len(refs)} solutions and "
+                    f"{len(chosen) - len(stubs) - len(refs)} known-wrong submissions")
+            line = (f"({what}, graded in one run in {time.monotonic() - began:.0f} s: "
+                    + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
+                    + (f"; {settled} tests of steps already lost not run" if settled else "")
+                    + ")")
+            out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
+                                               subsequent_indent="   ")) + "\n")
+    assert first is not None  # the stubs are always graded
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
-        return RunResult(run.seed, variant, run.device, run.started_at, results,
-                         timings=dict(run.timings))
+        return RunResult(first.seed, variant, first.device, first.started_at, results,
+                         timings=dict(first.timings))
 
-    settled = sum(t.reason == runner.SETTLED_REASON for graded in run.labs for t in graded.tests)
-    n_wrong = sum(len(g.subs) for _, g, _, _ in wrongs)
-    n_again = sum(len(again) for *_, again in wrongs)
-    line = (f"({len(stubs)} stubs, {len(refs)} solutions, {n_wrong} known-wrong submissions"
-            + (f" and {n_again} of them again without the inspection" if n_again else "")
-            + f" in {time.monotonic() - started:.0f} s: "
-            + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
-            + (f"; {settled} tests of steps already lost not run" if settled else "") + ")")
-    out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
-                                       subsequent_indent="   ")) + "\n")
-    return _Together(run, part("student", run.labs[:len(stubs)]),
-                     part("reference", run.labs[len(stubs):len(stubs) + len(refs)]),
-                     [(lab, graded) for lab, graded, _, _ in wrongs])
+    return _Together(first, part("student", stubs), part("reference", refs), wrongs)
 
 
 def _judge_wrongs_of(lab: Lab, graded: _WrongRun, run: RunResult, gpu_needed: bool,
@@ -711,7 +737,7 @@ def _judge_wrongs_of(lab: Lab, graded: _WrongRun, run: RunResult, gpu_needed: bo
     # The test-seconds of each submission (its tests' durations added up; tests side by side
     # overlap): which ones the time went to.
     names = [sub.name for sub in graded.subs] + [graded.subs[i].name for i in graded.uninspected]
-    results = graded.results + list(graded.uninspected.values())
+    results = [r for r in graded.results if r is not None] + list(graded.uninspected.values())
     costs = sorted(((sum(t.duration_s for t in result.tests), name)
                     for name, result in zip(names, results)), reverse=True)[:SLOWEST_WRONG]
     line = (f"({lab.id}: {len(graded.subs)} submissions; most test-seconds: "
