@@ -11,9 +11,9 @@ What it proves, in order:
 4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
    and a grader binary refuses to write a verdict without the runner's key;
-5. the stubs, the references and every known-wrong submission are graded in one run, as a
-   batch of submissions would be: every correctness test side by side, each one's timed,
-   counter and perf tests alone;
+5. the stubs and the references are graded in one run, then each lab's known-wrong submissions
+   in one, as a batch of submissions would be: a run's correctness tests side by side, each
+   one's timed, counter and perf tests alone;
 6. every stub fails its lab's correctness steps (an untouched lab scores 0 there);
 7. every reference solution passes every step, performance included, at the stricter
    reference thresholds of grader/thresholds.conf;
@@ -271,7 +271,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
         else:
             _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
 
-    _section(out, "Stubs, solutions and known-wrong submissions: one grading")
+    _section(out, "Grading the stubs, the solutions and the known-wrong submissions")
     only = set(args.wrong) if args.wrong else None
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out)
 
@@ -651,22 +651,25 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO) -> _Together:
-    """Grades the stubs, the references and every known-wrong submission of `labs` (those in
-    `only`, when given) as a batch of submissions would be: the correctness tests of all of them
-    side by side, then each one's timed, counter and perf tests alone. The refused attacks are
-    graded a second time without the inspection, in the same run: the judge/worker split alone
-    must hold too. The submissions that hang on purpose (wrong.json's timeout_s) are graded in a
-    second run, after the first: a kernel that never ends shares the GPU with every test beside
-    it, and each of theirs spins for its whole time limit. (A student edition has only stubs.)"""
+    """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
+    submissions (those in `only`, when given) in a run of their own, as a batch of submissions
+    would be: the correctness tests of a run side by side, then each one's timed, counter and
+    perf tests alone. The refused attacks are graded a second time without the inspection, in
+    their lab's run: the judge/worker split alone must hold too. (A student edition has only
+    stubs.) Every lab's known-wrong submissions in one run was tried on an H100 and took longer
+    (426 s for all but lab 02's two that hang, against about 360 s lab by lab): each submission's
+    processes make their CUDA contexts, which the driver makes one at a time, and more of them at
+    once only made each test's start slower (host tests of 20 s)."""
     started = time.monotonic()
     stubs: list[LabResult] = []
     refs: list[LabResult] = []
-    # (target, hangs on purpose, where its result goes), in the order they are graded
-    entries: list[tuple[runner.LabTarget, bool, Callable[[LabResult], None]]] = []
-    entries += [(runner.lab_target(root, build_dir, lab, "student"), False, stubs.append)
+    # (target, its run: None for the stubs' and references', else its lab's id, where its
+    # result goes), in the order they are graded
+    entries: list[tuple[runner.LabTarget, str | None, Callable[[LabResult], None]]] = []
+    entries += [(runner.lab_target(root, build_dir, lab, "student"), None, stubs.append)
                 for lab in labs]
     if instructor:
-        entries += [(runner.lab_target(root, build_dir, lab, "reference"), False, refs.append)
+        entries += [(runner.lab_target(root, build_dir, lab, "reference"), None, refs.append)
                     for lab in labs]
     wrongs: list[tuple[Lab, _WrongRun]] = []
     for lab in labs if instructor else []:
@@ -679,10 +682,9 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             target = dataclasses.replace(
                 runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
                 timeout_s=sub.timeout_s, settle=_settle(sub))
-            hangs = sub.timeout_s is not None
-            entries.append((target, hangs, functools.partial(graded.results.__setitem__, i)))
+            entries.append((target, lab.id, functools.partial(graded.results.__setitem__, i)))
             if sub.refused and not sub.only_refused:
-                entries.append((dataclasses.replace(target, inspect=False), hangs,
+                entries.append((dataclasses.replace(target, inspect=False), lab.id,
                                 functools.partial(graded.uninspected.__setitem__, i)))
     progress = open(build_dir / PROGRESS_FILE, "w", buffering=1)
 
@@ -692,10 +694,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
 
     first: RunResult | None = None
     with progress:
-        for hangs in (False, True):
-            chosen = [(target, store) for target, h, store in entries if h == hangs]
-            if not chosen:
-                continue
+        for group in dict.fromkeys(group for _, group, _ in entries):
+            chosen = [(target, store) for target, g, store in entries if g == group]
             began = time.monotonic()
             run = runner.run([target for target, _ in chosen],
                              runner.RunOptions("student", seed, jobs), log)
@@ -704,15 +704,18 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             first = first or run
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            what = (f"{len(chosen)} known-wrong submissions that hang on purpose" if hangs else
-                    f"{len(stubs)} stubs, {len(refs)} solutions and "
-                    f"{len(chosen) - len(stubs) - len(refs)} known-wrong submissions")
-            line = (f"({what}, graded in one run in {time.monotonic() - began:.0f} s: "
+            subs = next((g.subs for lab, g in wrongs if lab.id == group), [])
+            what = (f"{len(stubs)} stubs and {len(refs)} solutions" if group is None else
+                    f"{group}: {len(subs)} known-wrong submissions"
+                    + (f", {len(chosen) - len(subs)} graded again without the inspection"
+                       if len(chosen) > len(subs) else ""))
+            line = (f"({what}, in {time.monotonic() - began:.0f} s: "
                     + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
                     + (f"; {settled} tests of steps already lost not run" if settled else "")
                     + ")")
             out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
                                                subsequent_indent="   ")) + "\n")
+            out.flush()
     assert first is not None  # the stubs are always graded
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
