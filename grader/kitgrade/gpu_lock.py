@@ -32,6 +32,11 @@ from typing import TextIO
 
 DIR_ENV = "KIT_GPU_LOCK_DIR"
 """The folder of the lock files (default: tempfile.gettempdir())."""
+WAIT_LIMIT_S = 1800.0
+"""The longest a grading waits for the lock: after that it goes on without it, and says so. A
+lock left held for that long (a grading stopped in a debugger, say) must not stop every later
+grading on the GPU."""
+POLL_S = 0.05
 
 
 def path_for(device: dict[str, object]) -> Path | None:
@@ -46,12 +51,15 @@ def path_for(device: dict[str, object]) -> Path | None:
 
 class GpuLock:
     """One grading's hold on a GPU's lock file (path None: no lock, every call does nothing).
-    shared() and exclusive() block until the lock is had; release() lets it go. A lock that
-    cannot be opened (a folder this user may not write) is no lock, said once."""
+    shared() and exclusive() block until the lock is had, for up to wait_limit_s (then the
+    grading goes on without it, said on `note`); release() lets it go. A lock that cannot be
+    opened (a folder this user may not write) is no lock, said once."""
 
-    def __init__(self, path: Path | None, note: TextIO | None = None) -> None:
+    def __init__(self, path: Path | None, note: TextIO | None = None,
+                 wait_limit_s: float = WAIT_LIMIT_S) -> None:
         self.path = path
         self.note = note if note is not None else sys.stderr
+        self.wait_limit_s = wait_limit_s
         self.waited_s = 0.0
         self._fd: int | None = None
         self._said = False
@@ -98,7 +106,20 @@ class GpuLock:
                      "its tests; this grading's timed and perf tests wait for them to end")
                   + f" (lock {self.path})")
         started = time.monotonic()
-        fcntl.flock(self._fd, mode)
+        while True:
+            time.sleep(POLL_S)
+            try:
+                fcntl.flock(self._fd, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() - started < self.wait_limit_s:
+                    continue
+            self._said = False
+            self._say(f"kit: waited {self.wait_limit_s:g} s for the GPU lock {self.path}; going "
+                      f"on without it: another grading's tests may run beside this one's")
+            self.release()
+            self.path = None
+            break
         self.waited_s += time.monotonic() - started
 
     def _say(self, text: str) -> None:

@@ -67,6 +67,17 @@ class LockTest(unittest.TestCase):
             self.assertGreater(lock.waited_s, 0.3)
         timer.join()
 
+    def test_a_lock_held_too_long_is_gone_without(self) -> None:
+        note = io.StringIO()
+        with gpu_lock.GpuLock(self.path) as other, \
+                gpu_lock.GpuLock(self.path, note, wait_limit_s=0.3) as lock:
+            other.exclusive()
+            lock.shared()
+            self.assertIsNone(lock.path)
+            lock.exclusive()  # no lock: nothing to wait for
+        self.assertIn("going on without it", " ".join(note.getvalue().split()))
+        self.assertTrue(all(len(line) <= 80 for line in note.getvalue().splitlines()))
+
     def test_a_lock_that_cannot_be_opened_is_no_lock(self) -> None:
         note = io.StringIO()
         lock = gpu_lock.GpuLock(self.tmp / "no such folder" / "x.lock", note)
