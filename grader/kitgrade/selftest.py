@@ -657,9 +657,10 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     perf tests alone. The refused attacks are graded a second time without the inspection, in
     their lab's run: the judge/worker split alone must hold too. (A student edition has only
     stubs.) Every lab's known-wrong submissions in one run was tried on an H100 and took longer
-    (426 s for all but lab 02's two that hang, against about 360 s lab by lab): each submission's
-    processes make their CUDA contexts, which the driver makes one at a time, and more of them at
-    once only made each test's start slower (host tests of 20 s)."""
+    (426 s with the stubs and references but without lab 02's two that hang, against 345 s for
+    all of them as now): each submission's processes make their CUDA contexts, which the driver
+    makes one at a time, and more of them at once only made each test's start slower (host
+    tests of 20 s)."""
     started = time.monotonic()
     stubs: list[LabResult] = []
     refs: list[LabResult] = []
