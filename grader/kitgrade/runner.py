@@ -12,7 +12,9 @@ ones (correctness judged by durations, which a test beside them would disturb) r
 one at a time; then its counter tests, each in a process of its own under Nsight Compute, a few
 labs' side by side (kitgrade.counters gives their verdicts); its perf tests run last, one at a
 time with nothing else running, and only if every correctness test that ran passed (counter
-tests are not among them: they neither gate the perf tests nor wait for them).
+tests are not among them: they neither gate the perf tests nor wait for them). Several gradings
+on one GPU take its lock (kitgrade.gpu_lock): shared for the correctness tests, exclusive from the
+timed tests to the last perf test, so nothing of one runs beside another's timed tests.
 """
 
 from __future__ import annotations
@@ -106,8 +108,8 @@ class LabTarget:
     variant: str | None = None
     """The build this target grades ("student" or "reference"; a known-wrong submission is a
     student's), which the judge is told; None: RunOptions.variant. lab_target() sets it, so one
-    run can grade both (the kit's own selftest grades the stubs, the references and the
-    known-wrong submissions in one run)."""
+    run can grade both (the kit's own selftest grades the stubs and the references in one
+    run)."""
 
     first_step: str | None = None
     """With RunOptions.fail_fast: the correctness tests of this step run first, in a process of
