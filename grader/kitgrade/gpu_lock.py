@@ -88,8 +88,7 @@ class GpuLock:
             return
         if self._fd is None:
             try:
-                # Read-only is enough for flock, so another user's lock file serves as well.
-                self._fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+                self._fd = _open(self.path)
             except OSError as err:
                 self._say(f"kit: GPU lock {self.path} not used ({err.strerror}): gradings "
                           f"started side by side on this GPU may disturb each other's timing")
@@ -129,3 +128,14 @@ class GpuLock:
                                   break_on_hyphens=False)
             self.note.write("\n".join(lines) + "\n")
             self.note.flush()
+
+
+def _open(path: Path) -> int:
+    """The lock file, opened read-only (enough for flock, so another user's file serves as well),
+    made when missing. An existing file is opened without O_CREAT: where the system protects
+    files in sticky folders such as /tmp (fs.protected_regular), O_CREAT on another user's file
+    is refused even though it exists."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)

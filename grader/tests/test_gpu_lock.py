@@ -67,6 +67,15 @@ class LockTest(unittest.TestCase):
             self.assertGreater(lock.waited_s, 0.3)
         timer.join()
 
+    def test_the_file_is_made_once_and_then_opened_as_it_is(self) -> None:
+        with gpu_lock.GpuLock(self.path) as lock:
+            lock.shared()
+        self.assertTrue(self.path.is_file())
+        self.path.chmod(0o444)  # another user's file: read-only is enough for flock
+        with gpu_lock.GpuLock(self.path, io.StringIO()) as lock:
+            lock.exclusive()
+            self.assertEqual(lock.path, self.path)
+
     def test_a_lock_held_too_long_is_gone_without(self) -> None:
         note = io.StringIO()
         with gpu_lock.GpuLock(self.path) as other, \
