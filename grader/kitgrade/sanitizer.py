@@ -305,8 +305,8 @@ def _tool_problem(tool: str, returncode: int | None, log: Log) -> tuple[Status, 
     """Why a run whose test passed and whose log holds no report still cannot pass (None: it
     can)."""
     if returncode is None:
-        return (Status.TIMED_OUT, f"compute-sanitizer did not finish within the time limit after "
-                                  f"the test")
+        return (Status.TIMED_OUT, "compute-sanitizer did not finish within the time limit after "
+                                  "the test")
     if returncode != 0:
         status = Status.CRASHED if returncode < 0 else Status.FAILED
         crashed = "crashed: " if returncode < 0 else ""

@@ -6,7 +6,6 @@ Run: python3 -m unittest discover -s grader/tests -t grader
 from __future__ import annotations
 
 import io
-import json
 import re
 import shutil
 import subprocess
