@@ -866,6 +866,12 @@ def _timed(lab: _Lab, early: _Early | None) -> None:
     """Runs the lab's timed tests, with nothing else on the GPU (in its early process, if it has
     one); with fail_fast, after a failure, each is not run."""
     stopped = lab.fail_fast and lab.failed()
+    if early is not None and not stopped and any(
+            lab.settled(spec.step) for spec in lab.pending(("timed",))):
+        # A step settled (the kit's selftest) since the early process started with its tests:
+        # it is cancelled, and the tests left run anew without those of settled steps.
+        _take_turn(early, False)
+        early = None
     if _take_turn(early, not stopped):
         return
     if stopped:

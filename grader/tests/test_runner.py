@@ -302,6 +302,27 @@ class SettleTest(unittest.TestCase):
         self.assertIs(tests["Exit.Early"].status, Status.CRASHED)
 
 
+class SettledTimedTest(unittest.TestCase):
+    def test_a_timed_test_of_a_step_settled_after_its_process_started_is_not_run(self) -> None:
+        # Beta's quick test ends first, so alpha's timed process starts early, while alpha's
+        # step 3 still hangs; the hang then settles the step, and the timed test never runs.
+        always = lambda failing: True  # noqa: E731
+        with tempfile.TemporaryDirectory() as tmp, fake_env(
+                FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,hang,timed", FAKE_TESTS_02_BETA="pass"):
+            alpha = runner.LabTarget(make_lab("01_alpha"),
+                                     make_fake_binary(Path(tmp) / "bin", "01_alpha"),
+                                     timeout_s=2, settle=runner.Settle(frozenset({"alpha.3"}),
+                                                                       always))
+            beta = runner.LabTarget(make_lab("02_beta"), make_fake_binary(Path(tmp) / "bin",
+                                                                          "02_beta"))
+            run = runner.run([alpha, beta], runner.RunOptions("student", SEED, 4))
+        tests = {t.id: t for t in run.labs[0].tests}
+        self.assertIs(tests["Hang.Sleeps"].status, Status.TIMED_OUT)
+        timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
+        self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertIs(run.labs[1].tests[0].status, Status.PASSED)
+
+
 class LoneTimeoutTest(unittest.TestCase):
     """A right test that times out beside hanging ones is graded again alone; hangs stay hangs."""
 
