@@ -62,7 +62,7 @@ class GpuLock:
         self.wait_limit_s = wait_limit_s
         self.waited_s = 0.0
         self._fd: int | None = None
-        self._said = False
+        self._told_waiting = False  # the waiting message is said once a grading
 
     def shared(self) -> None:
         """Held while correctness tests run: other gradings' correctness tests may run too."""
@@ -94,40 +94,41 @@ class GpuLock:
                           f"started side by side on this GPU may disturb each other's timing")
                 self.path = None
                 return
-        try:
-            fcntl.flock(self._fd, mode | fcntl.LOCK_NB)
+        if _flocked(self._fd, mode):
             return
-        except BlockingIOError:
-            pass
-        self._say("kit: another grading on this GPU is running "
-                  + ("tests that must run alone (timed, counters, perf); waiting for them"
-                     if mode == fcntl.LOCK_SH else
-                     "its tests; this grading's timed and perf tests wait for them to end")
-                  + f" (lock {self.path})")
+        if not self._told_waiting:
+            self._told_waiting = True
+            self._say("kit: another grading on this GPU is running "
+                      + ("tests that must run alone (timed, counters, perf); waiting for them"
+                         if mode == fcntl.LOCK_SH else
+                         "its tests; this grading's timed and perf tests wait for them to end")
+                      + f" (lock {self.path})")
         started = time.monotonic()
-        while True:
+        while time.monotonic() - started < self.wait_limit_s:
             time.sleep(POLL_S)
-            try:
-                fcntl.flock(self._fd, mode | fcntl.LOCK_NB)
+            if _flocked(self._fd, mode):
                 break
-            except BlockingIOError:
-                if time.monotonic() - started < self.wait_limit_s:
-                    continue
-            self._said = False
+        else:
             self._say(f"kit: waited {self.wait_limit_s:g} s for the GPU lock {self.path}; going "
                       f"on without it: another grading's tests may run beside this one's")
             self.release()
             self.path = None
-            break
         self.waited_s += time.monotonic() - started
 
     def _say(self, text: str) -> None:
-        if not self._said:
-            self._said = True
-            lines = textwrap.wrap(text, 78, subsequent_indent="  ", break_long_words=False,
-                                  break_on_hyphens=False)
-            self.note.write("\n".join(lines) + "\n")
-            self.note.flush()
+        lines = textwrap.wrap(text, 78, subsequent_indent="  ", break_long_words=False,
+                              break_on_hyphens=False)
+        self.note.write("\n".join(lines) + "\n")
+        self.note.flush()
+
+
+def _flocked(fd: int, mode: int) -> bool:
+    """Whether flock took the lock at once (False: another holds it in a conflicting mode)."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def _open(path: Path) -> int:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import io
 import itertools
 import json
@@ -640,8 +639,8 @@ class _WrongRun:
     """A lab's known-wrong submissions: each one's result, and the refused attacks' second
     grading without the inspection (by index in subs)."""
     subs: list[wrong.WrongSubmission]
-    results: list[LabResult | None] = field(default_factory=list)
-    uninspected: dict[int, LabResult] = field(default_factory=dict)
+    results: list[LabResult]
+    uninspected: dict[int, LabResult]
 
 
 PROGRESS_FILE = "selftest-progress.log"
@@ -662,68 +661,56 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     makes one at a time, and more of them at once only made each test's start slower (host
     tests of 20 s)."""
     started = time.monotonic()
-    stubs: list[LabResult] = []
-    refs: list[LabResult] = []
-    # (target, its run: None for the stubs' and references', else its lab's id, where its
-    # result goes), in the order they are graded
-    entries: list[tuple[runner.LabTarget, str | None, Callable[[LabResult], None]]] = []
-    entries += [(runner.lab_target(root, build_dir, lab, "student"), None, stubs.append)
-                for lab in labs]
-    if instructor:
-        entries += [(runner.lab_target(root, build_dir, lab, "reference"), None, refs.append)
-                    for lab in labs]
-    wrongs: list[tuple[Lab, _WrongRun]] = []
-    for lab in labs if instructor else []:
-        subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
-        if not subs:
-            continue
-        graded = _WrongRun(subs, [None] * len(subs))
-        wrongs.append((lab, graded))
-        for i, sub in enumerate(subs):
-            target = dataclasses.replace(
-                runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
-                timeout_s=sub.timeout_s, settle=_settle(sub))
-            entries.append((target, lab.id, functools.partial(graded.results.__setitem__, i)))
-            if sub.refused and not sub.only_refused:
-                entries.append((dataclasses.replace(target, inspect=False), lab.id,
-                                functools.partial(graded.uninspected.__setitem__, i)))
-    progress = open(build_dir / PROGRESS_FILE, "w", buffering=1)
+    with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
+        def log(test: TestResult) -> None:
+            progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
+                           f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
 
-    def log(test: TestResult) -> None:
-        progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
-                       f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
-
-    first: RunResult | None = None
-    with progress:
-        for group in dict.fromkeys(group for _, group, _ in entries):
-            chosen = [(target, store) for target, g, store in entries if g == group]
+        def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
             began = time.monotonic()
-            run = runner.run([target for target, _ in chosen],
-                             runner.RunOptions("student", seed, jobs), log)
-            for (_, store), result in zip(chosen, run.labs):
-                store(result)
-            first = first or run
+            run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            subs = next((g.subs for lab, g in wrongs if lab.id == group), [])
-            what = (f"{len(stubs)} stubs and {len(refs)} solutions" if group is None else
-                    f"{group}: {len(subs)} known-wrong submissions"
-                    + (f", {len(chosen) - len(subs)} graded again without the inspection"
-                       if len(chosen) > len(subs) else ""))
-            line = (f"({what}, in {time.monotonic() - began:.0f} s: "
-                    + ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in run.timings.items())
-                    + (f"; {settled} tests of steps already lost not run" if settled else "")
-                    + ")")
-            out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
-                                               subsequent_indent="   ")) + "\n")
-            out.flush()
-    assert first is not None  # the stubs are always graded
+            _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
+                         + ", ".join(f"{phase} {seconds:.0f}"
+                                     for phase, seconds in run.timings.items())
+                         + (f"; {settled} tests of steps already lost not run" if settled else "")
+                         + ")", out)
+            return run
+
+        stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
+        refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
+                if instructor else [])
+        first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
+        wrongs: list[tuple[Lab, _WrongRun]] = []
+        for lab in labs if instructor else []:
+            subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
+            if not subs:
+                continue
+            targets = [dataclasses.replace(
+                           runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
+                           timeout_s=sub.timeout_s, settle=_settle(sub))
+                       for sub in subs]
+            again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
+            run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
+                        f"{lab.id}: {len(subs)} known-wrong submissions"
+                        + (f", {len(again)} graded again without the inspection" if again else ""))
+            wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
+                                          dict(zip(again, run.labs[len(subs):])))))
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,
                          timings=dict(first.timings))
 
-    return _Together(first, part("student", stubs), part("reference", refs), wrongs)
+    return _Together(first, part("student", first.labs[:len(stubs)]),
+                     part("reference", first.labs[len(stubs):]), wrongs)
+
+
+def _say_wrapped(line: str, out: TextIO) -> None:
+    """A phase line of step 5, wrapped to 78 columns under its section."""
+    out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
+                                       subsequent_indent="   ")) + "\n")
+    out.flush()
 
 
 def _judge_wrongs_of(lab: Lab, graded: _WrongRun, run: RunResult, gpu_needed: bool,
@@ -741,13 +728,11 @@ def _judge_wrongs_of(lab: Lab, graded: _WrongRun, run: RunResult, gpu_needed: bo
     # The test-seconds of each submission (its tests' durations added up; tests side by side
     # overlap): which ones the time went to.
     names = [sub.name for sub in graded.subs] + [graded.subs[i].name for i in graded.uninspected]
-    results = [r for r in graded.results if r is not None] + list(graded.uninspected.values())
+    results = graded.results + list(graded.uninspected.values())
     costs = sorted(((sum(t.duration_s for t in result.tests), name)
                     for name, result in zip(names, results)), reverse=True)[:SLOWEST_WRONG]
-    line = (f"({lab.id}: {len(graded.subs)} submissions; most test-seconds: "
-            + ", ".join(f"{name} {cost:.0f}" for cost, name in costs) + ")")
-    out.write("\n".join(textwrap.wrap(line, 78, initial_indent="  ",
-                                       subsequent_indent="   ")) + "\n")
+    _say_wrapped(f"({lab.id}: {len(graded.subs)} submissions; most test-seconds: "
+                 + ", ".join(f"{name} {cost:.0f}" for cost, name in costs) + ")", out)
 
 
 def _one_lab(run: RunResult, lab: LabResult) -> RunResult:
