@@ -71,7 +71,12 @@ function(kit_add_lab lab)
       set(exe reference_${lab})
     endif()
     set(lib lab_${lab}_${variant})
-    kit_lab_build(${lab} ${variant} ${lib} ${exe} DIRS ${dirs} SOURCES ${arg_SOURCES}
+    set(share "")
+    if(variant STREQUAL "reference")
+      kit_reference_objects(${lab} "${dirs}" "${arg_SOURCES}" "${arg_LIBRARIES}")
+      set(share SHARE_REFERENCE)
+    endif()
+    kit_lab_build(${lab} ${variant} ${lib} ${exe} ${share} DIRS ${dirs} SOURCES ${arg_SOURCES}
                   TESTS ${tests} LIBRARIES ${arg_LIBRARIES} GRADER_LIBRARIES ${arg_GRADER_LIBRARIES})
 
     if(arg_BENCHMARK AND KIT_HAVE_BENCHMARK)
@@ -156,19 +161,97 @@ function(kit_first_in out name)
   set(${out} "${found}" PARENT_SCOPE)
 endfunction()
 
+# The reference build's objects, compiled once and shared with every build of the same code: an
+# object library per source of the lab (kitref_<lab>_<n>, the n-th of SOURCES, from the reference's
+# DIRS) and, for a lab with a judge, one of the worker's own files (kitref_<lab>_worker: the table
+# of callable functions and the probes). A known-wrong submission or a mutant is the reference with
+# an edit, most often to one source file: it compiles that file and takes the rest from here
+# (kit_lab_build, SHARE_REFERENCE), where 111 known-wrong submissions each compiled every file.
+function(kit_reference_objects lab dirs sources libraries)
+  set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
+  set(n 0)
+  foreach(src IN LISTS sources)
+    kit_first_in(found ${src} ${dirs})
+    add_library(kitref_${lab}_${n} OBJECT ${found})
+    target_include_directories(kitref_${lab}_${n} PUBLIC ${dirs})
+    target_link_libraries(kitref_${lab}_${n} PUBLIC kit_common ${libraries})
+    target_compile_options(kitref_${lab}_${n} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    math(EXPR n "${n} + 1")
+  endforeach()
+  if(EXISTS ${grader_dir}/remote.h)
+    file(GLOB probes ${grader_dir}/probes.cu ${grader_dir}/probes.cpp)
+    add_library(kitref_${lab}_worker OBJECT ${PROJECT_SOURCE_DIR}/common/src/remote_worker_table.cpp
+                ${probes})
+    target_include_directories(kitref_${lab}_worker PRIVATE ${grader_dir} ${dirs})
+    target_link_libraries(kitref_${lab}_worker PRIVATE kit_common ${libraries})
+    target_compile_options(kitref_${lab}_worker PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  endif()
+endfunction()
+
+# Sets `out` to TRUE when the files `a` and `b` are one file or hold the same bytes.
+function(kit_same_file out a b)
+  set(same FALSE)
+  if(a STREQUAL b)
+    set(same TRUE)
+  elseif(EXISTS ${a} AND EXISTS ${b})
+    file(SHA256 ${a} hash_a)
+    file(SHA256 ${b} hash_b)
+    if(hash_a STREQUAL hash_b)
+      set(same TRUE)
+    endif()
+  endif()
+  set(${out} ${same} PARENT_SCOPE)
+endfunction()
+
 # One build of a lab: a library of its sources, each taken from the first of DIRS that holds it
 # (DIRS are also its include path, in that order), and the grader executable linked with it.
+# SHARE_REFERENCE (the reference, known-wrong submissions, mutants): where every student header
+# the build finds holds the reference's bytes, each source that does too is the reference's object
+# (kit_reference_objects), and so are the worker's table and probes; only the files that differ
+# are compiled. Decided when CMake configures, which it does each time those files are written
+# (grader/CMakeLists.txt writes the known-wrong submissions, kit.py mutate configures after
+# writing its mutants).
 function(kit_lab_build lab variant lib exe)
-  cmake_parse_arguments(PARSE_ARGV 4 arg "" "" "DIRS;SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 4 arg "SHARE_REFERENCE" "" "DIRS;SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
+  set(reference_dirs ${PROJECT_SOURCE_DIR}/solutions/${lab} ${PROJECT_SOURCE_DIR}/labs/${lab})
+  set(shared ${arg_SHARE_REFERENCE})
+  if(shared)
+    file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)
+    string(JSON file_count LENGTH "${manifest}" student_files)
+    math(EXPR last_file "${file_count} - 1")
+    foreach(i RANGE ${last_file})
+      string(JSON name GET "${manifest}" student_files ${i})
+      if(name MATCHES "\\.(cuh|h|hpp)$")
+        kit_first_in(mine ${name} ${arg_DIRS})
+        kit_first_in(theirs ${name} ${reference_dirs})
+        kit_same_file(same "${mine}" "${theirs}")
+        if(NOT same)
+          set(shared FALSE)
+        endif()
+      endif()
+    endforeach()
+  endif()
   set(files "")
+  set(n 0)
   foreach(src IN LISTS arg_SOURCES)
     kit_first_in(found ${src} ${arg_DIRS})
     if(NOT found)
       message(FATAL_ERROR "kit_add_lab(${lab}): ${src} is in none of ${arg_DIRS}")
     endif()
-    list(APPEND files ${found})
+    set(same FALSE)
+    if(shared)
+      kit_first_in(theirs ${src} ${reference_dirs})
+      kit_same_file(same "${found}" "${theirs}")
+    endif()
+    if(same)
+      list(APPEND files $<TARGET_OBJECTS:kitref_${lab}_${n}>)
+    else()
+      list(APPEND files ${found})
+    endif()
+    math(EXPR n "${n} + 1")
   endforeach()
   add_library(${lib} STATIC ${files})
+  set_target_properties(${lib} PROPERTIES LINKER_LANGUAGE CXX)
   target_include_directories(${lib} PUBLIC ${arg_DIRS})
   target_link_libraries(${lib} PUBLIC kit_common ${arg_LIBRARIES})
   target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
@@ -182,9 +265,14 @@ function(kit_lab_build lab variant lib exe)
     if(NOT exe STREQUAL "grade_${lab}")
       string(REGEX REPLACE "^(reference|wrong)_${lab}" "worker_${lab}_\\1" worker ${exe})
     endif()
-    file(GLOB probes ${grader_dir}/probes.cu ${grader_dir}/probes.cpp)
-    add_executable(${worker} ${PROJECT_SOURCE_DIR}/common/src/remote_worker_table.cpp ${probes}
-                             $<TARGET_OBJECTS:kit_worker>)
+    if(shared)
+      add_executable(${worker} $<TARGET_OBJECTS:kitref_${lab}_worker> $<TARGET_OBJECTS:kit_worker>)
+      set_target_properties(${worker} PROPERTIES LINKER_LANGUAGE CXX)
+    else()
+      file(GLOB probes ${grader_dir}/probes.cu ${grader_dir}/probes.cpp)
+      add_executable(${worker} ${PROJECT_SOURCE_DIR}/common/src/remote_worker_table.cpp ${probes}
+                               $<TARGET_OBJECTS:kit_worker>)
+    endif()
     target_include_directories(${worker} PRIVATE ${grader_dir})
     target_link_libraries(${worker} PRIVATE ${lib})
     target_compile_options(${worker} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
@@ -257,13 +345,13 @@ function(kit_add_wrong_submissions lab sources tests libraries grader_libraries)
                  ${KIT_MUTANTS_DIR}/${lab}/names.txt)
     file(STRINGS ${KIT_MUTANTS_DIR}/${lab}/names.txt mutants)
     foreach(name IN LISTS mutants)
-      kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
+      kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name} SHARE_REFERENCE
                     DIRS ${KIT_MUTANTS_DIR}/${lab}/${name} ${lab_dir} SOURCES ${sources}
                     TESTS ${tests} LIBRARIES ${libraries} GRADER_LIBRARIES ${grader_libraries})
     endforeach()
   endif()
   foreach(name IN LISTS names)
-    kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name}
+    kit_lab_build(${lab} student lab_${lab}_wrong_${name} wrong_${lab}_${name} SHARE_REFERENCE
                   DIRS ${out_root}/${name} ${lab_dir} SOURCES ${sources} TESTS ${tests}
                   LIBRARIES ${libraries} GRADER_LIBRARIES ${grader_libraries})
   endforeach()
