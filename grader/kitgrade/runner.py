@@ -19,6 +19,7 @@ timed tests to the last perf test, so nothing of one runs beside another's timed
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -226,12 +227,22 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     changed = {binary for binary, digest in judges.items()  # a missing judge pins nothing
                if pinned is not None and digest is not None
                and pinned.setdefault(binary, digest) != digest}
-    device = _device(targets)
-    result = RunResult(options.seed, options.variant, device, started)
-    with gpu_lock.GpuLock(gpu_lock.path_for(device)) as lock:
+    result = RunResult(options.seed, options.variant, {}, started)
+    # The device query (a lab binary's --kit_device: a process that makes a CUDA context, 0.2 to
+    # 0.3 s) runs beside the labs' listing, which needs no GPU; its answer, and the GPU's lock,
+    # are taken when the first test is about to run.
+    with ThreadPoolExecutor(max_workers=1) as query, contextlib.ExitStack() as held:
+        asked = query.submit(_device, targets)
+
+        def device() -> tuple[bool, gpu_lock.GpuLock]:
+            result.device = asked.result()
+            lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device)))
+            return result.gpu_available, lock
+
         result.labs = grade_labs(targets, options, on_result or (lambda _: None),
-                                 gpu_available=result.gpu_available, timings=result.timings,
-                                 lock=lock)
+                                 timings=result.timings, device=device)
+        if not result.device:
+            result.device = asked.result()
     changed |= {binary for binary, digest in judges.items() if _digest(binary) != digest}
     for target, lab in zip(targets, result.labs):
         if target.binary in changed:
@@ -445,7 +456,9 @@ class _Lab:
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
                gpu_available: bool = True, timings: dict[str, float] | None = None,
-               lock: gpu_lock.GpuLock | None = None) -> list[LabResult]:
+               lock: gpu_lock.GpuLock | None = None,
+               device: Callable[[], tuple[bool, gpu_lock.GpuLock]] | None = None
+               ) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
     correctness tests of all labs side by side (each lab's in one process, or a few when it has
     many tests and --jobs allows) and, beside them, the sanitizer tests, each in a process of its
@@ -456,9 +469,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     then, one lab at a time, if every correctness test of the lab passed, its perf tests.
     `timings` gets the seconds of each phase (RunResult.timings). `lock`, the GPU's (gpu_lock),
     is held shared from the correctness tests on and exclusive from the timed tests on, so no
-    other grading on the GPU runs beside those."""
+    other grading on the GPU runs beside those. `device`, when given, is asked for both once the
+    listing is done (run queries the device beside it), in place of `gpu_available` and `lock`."""
     timings = timings if timings is not None else {}
-    lock = lock if lock is not None else gpu_lock.GpuLock(None)
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
 
@@ -470,6 +483,10 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             pool.map(lambda target: _prepare(target, options, finished.put), targets))
     drain()
     clock = _lap(timings, "list", clock)
+    if device is not None:
+        gpu_available, lock = device()
+        clock = time.monotonic()  # a wait for the query is in no phase (bench-grader: "other")
+    lock = lock if lock is not None else gpu_lock.GpuLock(None)
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
     lock.shared()

@@ -545,6 +545,28 @@ class PerfAndDeviceTest(unittest.TestCase):
             self.assertEqual(protocol.query_device(binary),
                              {"available": False, "reason": NO_DEVICE_REASON})
 
+    def test_the_device_query_runs_beside_the_listing(self) -> None:
+        # The query waits until a lab's listing has ended: run as before, one after the other,
+        # it would give up waiting and report no GPU, and the GPU test would not run.
+        listed = threading.Event()
+        real_query, real_prepare = runner._device, runner._prepare
+
+        def query(targets):
+            return real_query(targets) if listed.wait(timeout=10) else {"available": False}
+
+        def prepare(*args):
+            lab = real_prepare(*args)
+            listed.set()
+            return lab
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu"), \
+                mock.patch.object(runner, "_device", query), \
+                mock.patch.object(runner, "_prepare", prepare):
+            targets = [runner.LabTarget(make_lab("01_alpha"),
+                                        make_fake_binary(self.tmp / "bin", "01_alpha"))]
+            run = runner.run(targets, runner.RunOptions("student", SEED, 4))
+        self.assertEqual(run.device["name"], "Fake H100")
+        self.assertEqual([t.status for t in run.labs[0].tests], [Status.PASSED] * 2)
+
 
 class InterruptTest(unittest.TestCase):
     def test_interrupt_kills_running_tests_at_once(self) -> None:
