@@ -9,6 +9,7 @@ Run all runner tests from the repository root:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import shutil
@@ -332,6 +333,26 @@ class SanitizerRunTest(unittest.TestCase):
         self.assertFalse(memcheck.lacked_device(True), "a missing tool is no excuse on a GPU")
         self.assertEqual(tests["Perf.Saxpy"].reason,
                          f"correctness tests were not run ({sanitizer.NOT_FOUND_REASON})")
+
+    def test_a_step_a_known_wrong_submission_must_lose_runs_its_tools_in_turn(self) -> None:
+        # memcheck, the quicker tool, runs first and loses step 2 as the submission must: the
+        # racecheck test of that step is then not run. Without a Settle both run, side by side.
+        always = lambda failing: True  # noqa: E731
+        target = runner.LabTarget(make_lab("01_alpha"),
+                                  make_fake_binary(self.tmp / "bin", "01_alpha"),
+                                  settle=runner.Settle(frozenset({"alpha.2"}), always))
+        env = {"FAKE_TESTS": "racecheck,sanitized_fails", "FAKE_SANITIZER": "clean",
+               "FAKE_SANITIZER_ARGS": str(self.args), "FAKE_GPU": "1"}
+        for settle in (True, False):
+            with self.subTest(settle=settle), fake_env(**env), mock.patch.object(
+                    sanitizer, "find_sanitizer", return_value=str(self.tool)):
+                graded = target if settle else dataclasses.replace(target, settle=None)
+                tests = self.by_id(runner.run([graded], runner.RunOptions("student", 7, 4)).labs[0])
+            self.assertIs(tests["Bounds.WrongUnderMemcheck"].status, Status.FAILED)
+            race = tests["Tiles.UnderRacecheck"]
+            self.assertEqual((race.status, race.reason),
+                             (Status.NOT_RUN, runner.SETTLED_REASON) if settle
+                             else (Status.PASSED, ""))
 
     def test_fail_fast_and_kinds(self) -> None:
         tests = self.by_id(self.grade("fail,memcheck", fail_fast=True))
