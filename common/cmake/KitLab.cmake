@@ -108,11 +108,8 @@ endfunction()
 function(kit_add_judge lab)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "TESTS;GRADER_LIBRARIES")
   set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
-  file(READ ${grader_dir}/lab.json manifest)
-  string(JSON file_count LENGTH "${manifest}" student_files)
-  math(EXPR last_file "${file_count} - 1")
-  foreach(i RANGE ${last_file})
-    string(JSON name GET "${manifest}" student_files ${i})
+  kit_student_files(names ${lab})
+  foreach(name IN LISTS names)
     if(name MATCHES "\\.(cuh|h|hpp)$" AND NOT EXISTS ${grader_dir}/judge/${name})
       message(FATAL_ERROR "grader/${lab}/judge/${name} is missing: the judge must not include the "
                           "student's ${name}; give it a declarations-only stand-in")
@@ -150,6 +147,19 @@ function(kit_add_judge lab)
   target_compile_options(${judge} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 endfunction()
 
+# Sets `out` to the student files of `lab` (grader/<lab>/lab.json, student_files), in its order.
+function(kit_student_files out lab)
+  file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)
+  string(JSON count LENGTH "${manifest}" student_files)
+  math(EXPR last "${count} - 1")
+  set(names "")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${manifest}" student_files ${i})
+    list(APPEND names ${name})
+  endforeach()
+  set(${out} ${names} PARENT_SCOPE)
+endfunction()
+
 # Sets `out` to dir/name for the first of the dirs that holds `name` (empty when none does).
 function(kit_first_in out name)
   set(found "")
@@ -166,7 +176,8 @@ endfunction()
 # DIRS) and, for a lab with a judge, one of the worker's own files (kitref_<lab>_worker: the table
 # of callable functions and the probes). A known-wrong submission or a mutant is the reference with
 # an edit, most often to one source file: it compiles that file and takes the rest from here
-# (kit_lab_build, SHARE_REFERENCE), where 111 known-wrong submissions each compiled every file.
+# (kit_lab_build, SHARE_REFERENCE). Before, each of the 111 known-wrong submissions compiled every
+# file, its worker's table and probes included.
 function(kit_reference_objects lab dirs sources libraries)
   set(grader_dir ${PROJECT_SOURCE_DIR}/grader/${lab})
   set(n 0)
@@ -212,15 +223,13 @@ endfunction()
 # (grader/CMakeLists.txt writes the known-wrong submissions, kit.py mutate configures after
 # writing its mutants).
 function(kit_lab_build lab variant lib exe)
-  cmake_parse_arguments(PARSE_ARGV 4 arg "SHARE_REFERENCE" "" "DIRS;SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 4 arg "SHARE_REFERENCE" ""
+                        "DIRS;SOURCES;TESTS;LIBRARIES;GRADER_LIBRARIES")
   set(reference_dirs ${PROJECT_SOURCE_DIR}/solutions/${lab} ${PROJECT_SOURCE_DIR}/labs/${lab})
+  kit_student_files(student_files ${lab})
   set(shared ${arg_SHARE_REFERENCE})
   if(shared)
-    file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)
-    string(JSON file_count LENGTH "${manifest}" student_files)
-    math(EXPR last_file "${file_count} - 1")
-    foreach(i RANGE ${last_file})
-      string(JSON name GET "${manifest}" student_files ${i})
+    foreach(name IN LISTS student_files)
       if(name MATCHES "\\.(cuh|h|hpp)$")
         kit_first_in(mine ${name} ${arg_DIRS})
         kit_first_in(theirs ${name} ${reference_dirs})
@@ -304,12 +313,8 @@ function(kit_lab_build lab variant lib exe)
 
   # For kit-targets.json (grader/CMakeLists.txt): the binary, the library, and where each student
   # file of the lab (grader/<lab>/lab.json) was taken from.
-  file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)
-  string(JSON file_count LENGTH "${manifest}" student_files)
-  math(EXPR last_file "${file_count} - 1")
   set(file_entries "")
-  foreach(i RANGE ${last_file})
-    string(JSON name GET "${manifest}" student_files ${i})
+  foreach(name IN LISTS student_files)
     kit_first_in(where ${name} ${arg_DIRS})
     list(APPEND file_entries "\"${name}\": \"${where}\"")
   endforeach()
