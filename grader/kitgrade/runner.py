@@ -507,7 +507,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         if lab.fail_fast and first and then:
             work.append(functools.partial(lab.run_in_turn, first, then))
             continue
-        shards = max(1, min(options.jobs // max(1, len(graded)), len(tests) // SHARD_MIN_TESTS))
+        shards = max(1, min(_lab_shards(options.jobs, len(graded)),
+                            len(tests) // SHARD_MIN_TESTS))
         parts = _split(tests, shards, store.of(lab.target.lab.id)) if tests else []
         work += [functools.partial(lab.run, part, options.jobs) for part in parts if part]
     tool = sanitizer.find_sanitizer()
@@ -745,6 +746,19 @@ class TestSeconds:
             os.replace(partial, self.path)
         except OSError:
             pass
+
+
+SHARDS_ENV = "KIT_LAB_SHARDS"
+"""The most processes a lab's correctness tests are split over, when set (bench-grader --versus):
+by default --jobs divided by the labs graded (2 for 7 labs at --jobs 16)."""
+
+
+def _lab_shards(jobs: int, labs: int) -> int:
+    """The most processes each lab's correctness tests may take (SHARDS_ENV)."""
+    value = os.environ.get(SHARDS_ENV, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return jobs // max(1, labs)
 
 
 SANITIZER_COST = {"synccheck": 0, "initcheck": 1, "memcheck": 2, "racecheck": 3}

@@ -38,6 +38,17 @@ def grade(labs: list[str], tmp: Path, jobs: int = 4, timeout_s: float | None = N
     return runner.run(targets, options).labs
 
 
+class LabShardsTest(unittest.TestCase):
+    def test_jobs_over_labs_unless_the_setting_says(self) -> None:
+        with fake_env():
+            self.assertEqual((runner._lab_shards(16, 7), runner._lab_shards(2, 7)), (2, 0))
+        with fake_env(KIT_LAB_SHARDS="3"):
+            self.assertEqual(runner._lab_shards(16, 7), 3)
+        for ignored in ("0", "two", "-1"):
+            with fake_env(KIT_LAB_SHARDS=ignored):
+                self.assertEqual(runner._lab_shards(16, 7), 2)
+
+
 class SliceTest(unittest.TestCase):
     """A lab's tests split over processes: each exactly once, neighbours apart."""
 
