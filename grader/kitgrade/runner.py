@@ -462,8 +462,7 @@ class _Lab:
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
-               gpu_available: bool = True, timings: dict[str, float] | None = None,
-               lock: gpu_lock.GpuLock | None = None,
+               timings: dict[str, float] | None = None,
                device: Callable[[], tuple[bool, gpu_lock.GpuLock]] | None = None
                ) -> list[LabResult]:
     """Grades the targets: first every lab's listing, inspection and ban check; then the
@@ -474,10 +473,10 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     process starts during the correctness phase and waits for its turn); then the counter tests
     (each under Nsight Compute, up to COUNTER_SESSIONS at once), while the perf processes start;
     then, one lab at a time, if every correctness test of the lab passed, its perf tests.
-    `timings` gets the seconds of each phase (RunResult.timings). `lock`, the GPU's (gpu_lock),
-    is held shared from the correctness tests on and exclusive from the timed tests on, so no
-    other grading on the GPU runs beside those. `device`, when given, is asked for both once the
-    listing is done (run queries the device beside it), in place of `gpu_available` and `lock`."""
+    `timings` gets the seconds of each phase (RunResult.timings). `device`, asked once the
+    listing is done (run queries the device beside it), says whether there is a GPU and gives its
+    lock (gpu_lock), held shared from the correctness tests on and exclusive from the timed tests
+    on, so no other grading on the GPU runs beside those; without it, a GPU and no lock."""
     timings = timings if timings is not None else {}
     finished: queue.SimpleQueue[TestResult] = queue.SimpleQueue()
     drain = functools.partial(_drain, finished, on_result)
@@ -490,10 +489,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             pool.map(lambda target: _prepare(target, options, finished.put), targets))
     drain()
     clock = _lap(timings, "list", clock)
-    if device is not None:
-        gpu_available, lock = device()
-        clock = time.monotonic()  # a wait for the query is in no phase (bench-grader: "other")
-    lock = lock if lock is not None else gpu_lock.GpuLock(None)
+    gpu_available, lock = device() if device is not None else (True, gpu_lock.GpuLock(None))
+    clock = time.monotonic()  # a wait for the device query is in no phase (bench-grader: "other")
 
     graded = [lab for lab in labs if isinstance(lab, _Lab)]
     lock.shared()

@@ -262,8 +262,7 @@ class JudgeChangedTest(unittest.TestCase):
         judge.write_bytes(b"the judge")
         lab = make_lab("01_alpha")
 
-        def grade(targets, options, on_result, gpu_available=True, timings=None,
-                  device_memory=0, lock=None, device=None):
+        def grade(targets, options, on_result, timings=None, device=None):
             result = LabResult(lab.id, lab.title, "student", {s.id: s.title for s in lab.steps})
             result.tests = [TestResult(lab=lab.id, step=lab.steps[0].id, id="Host.Passes",
                                        title="t", kind="host", points=2, status=Status.PASSED)]
@@ -299,8 +298,7 @@ class JudgeChangedTest(unittest.TestCase):
         link.symlink_to("judge_01_alpha")
         lab = make_lab("01_alpha")
 
-        def grade(targets, options, on_result, gpu_available=True, timings=None, lock=None,
-                  device=None):
+        def grade(targets, options, on_result, timings=None, device=None):
             result = LabResult(lab.id, lab.title, "student", {s.id: s.title for s in lab.steps})
             result.tests = [TestResult(lab=lab.id, step=lab.steps[0].id, id="Host.Passes",
                                        title="t", kind="host", points=2, status=Status.PASSED)]
