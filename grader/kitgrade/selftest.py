@@ -22,7 +22,8 @@ What it proves, in order:
    are right lose only a step graded under compute-sanitizer, with the tool's report), and every
    known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 9. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
-   "racecheck" test filter (the missing barriers), and none in the reference on the same tests;
+   "racecheck" test filter (the missing barriers), and none in the reference on the same tests
+   (these runs start beside step 5's known-wrong gradings, holding the GPU's lock shared);
 10. the documentation site builds without a warning, every figure its pages show is in it
     (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
 11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
@@ -58,7 +59,7 @@ import tempfile
 import textwrap
 import unittest
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -272,7 +273,10 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
 
     _section(out, "Grading the stubs, the solutions and the known-wrong submissions")
     only = set(args.wrong) if args.wrong else None
-    graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out)
+    races: list[_Racecheck] = []  # step 9's runs, started beside the known-wrong gradings
+    graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
+                             lambda first: races.append(
+                                 _Racecheck.start(root, labs, build_dir, first, only)))
 
     _section(out, "Every stub fails its correctness steps")
     stubs = graded.stubs
@@ -310,7 +314,8 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
         _judge_wrongs_of(lab, graded_lab, graded.run, gpu_needed, tally, out)
 
     _section(out, "Racecheck reports the missing barriers")
-    _racecheck(root, labs, build_dir, refs, gpu_needed, tally, out, only)
+    for race in races:
+        race.finish(gpu_needed, tally, out)
 
     _section(out, "Documentation site")
     _docs(root, build_dir, args.require_docs, tally, out)
@@ -562,6 +567,7 @@ _FAKE_EXPECTED: dict[str, tuple[Status, Status, str]] = {
     "FakeGpu.HugeAllocation": (Status.FAILED, Status.NOT_RUN, "cudaMalloc"),
     "FakeGpu.IllegalAddress": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
     "FakeGpu.PassesAfterTheContextBroke": (Status.PASSED, Status.NOT_RUN, ""),
+    "FakeGpu.CountsWrongElementsExactly": (Status.PASSED, Status.NOT_RUN, ""),
     "FakeGpu.KernelDeadlocksOnABarrierInABranch": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
     "FakeGpu.KernelLoopsForever": (Status.TIMED_OUT, Status.NOT_RUN, "timed out"),
     "FakeGpu.FarOutOfBoundsWrite": (Status.FAILED, Status.NOT_RUN, "illegal memory access"),
@@ -649,7 +655,8 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
-                    instructor: bool, only: set[str] | None, out: TextIO) -> _Together:
+                    instructor: bool, only: set[str] | None, out: TextIO,
+                    after_first: Callable[[RunResult], None] = lambda _: None) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
     would be: the correctness tests of a run side by side, then each one's timed, counter and
@@ -659,7 +666,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     (426 s with the stubs and references but without lab 02's two that hang, against 345 s for
     all of them as now): each submission's processes make their CUDA contexts, which the driver
     makes one at a time, and more of them at once only made each test's start slower (host
-    tests of 20 s)."""
+    tests of 20 s). `after_first` is called with the first run's result (an instructor's copy):
+    step 9's racecheck starts there, beside the known-wrong gradings."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -682,6 +690,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
+        if instructor:
+            after_first(first)
         wrongs: list[tuple[Lab, _WrongRun]] = []
         for lab in labs if instructor else []:
             subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
@@ -759,42 +769,77 @@ RACECHECK_TIMEOUT_S = 300
 SKIPS_LISTED = 10  # the final summary names the skipped checks when there are this few
 
 
-def _racecheck(root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
-               gpu_needed: bool, tally: Tally, out: TextIO,
-               only: set[str] | None = None) -> None:
-    """Runs racecheck on each wrong submission that names a "racecheck" filter, and on the
+class _Racecheck:
+    """Step 9: racecheck on each wrong submission that names a "racecheck" filter, and on the
     reference with the same filter (once per lab and filter): hazards in the first, none in the
-    second. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock)."""
-    gpu_available = refs.gpu_available
-    cases = []
-    for lab in labs:
-        cases += [(lab, sub) for sub in wrong.load(root, lab)
-                  if sub.racecheck and (only is None or sub.name in only)]
-    if not cases:
-        return
-    tool = sanitizer.find_sanitizer()
-    if tool is None or not gpu_available:
-        why = "compute-sanitizer not found" if tool is None else "no CUDA device"
-        for lab, sub in cases:
-            tally.add(False if gpu_needed else None,
-                      f"racecheck on {lab.id} {sub.name} (not run: {why})", out)
-        out.write(f"  not run: {why} ({len(cases)} racecheck cases)\n")
-        return
-    clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
-    runs = []  # (what, binary, filter, hazard wanted, argv), graded side by side
-    for lab, sub in cases:
-        for target, variant, want_hazard in (
-                (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name), "student", True),
-                (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
-            if not want_hazard:
-                if (lab.id, sub.racecheck) in clean:
-                    continue
-                clean.add((lab.id, sub.racecheck))
-            what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
-                    else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
-            runs.append((what, target.binary, sub.racecheck, want_hazard, sanitizer.command(
-                tool, "racecheck", target.binary, sub.racecheck, target.judge_args(variant))))
+    second. The runs start beside step 5's known-wrong gradings, once its first run has told
+    which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), and are read at
+    step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
+    grading's timed, counter and perf tests wait for them."""
 
+    def __init__(self, cases: list[tuple[Lab, wrong.WrongSubmission]], why: str | None,
+                 runs: list[tuple[str, Path, str, bool, list[str]]],
+                 done: Future | None) -> None:
+        self.cases, self.why, self.runs, self.done = cases, why, runs, done
+
+    @classmethod
+    def start(cls, root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
+              only: set[str] | None = None) -> _Racecheck:
+        cases = []
+        for lab in labs:
+            cases += [(lab, sub) for sub in wrong.load(root, lab)
+                      if sub.racecheck and (only is None or sub.name in only)]
+        tool = sanitizer.find_sanitizer() if cases else None
+        if not cases or tool is None or not refs.gpu_available:
+            why = "compute-sanitizer not found" if tool is None else "no CUDA device"
+            return cls(cases, why, [], None)
+        clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
+        runs = []  # (what, binary, filter, hazard wanted, argv), graded side by side
+        for lab, sub in cases:
+            for target, variant, want_hazard in (
+                    (runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
+                     "student", True),
+                    (runner.lab_target(root, build_dir, lab, "reference"), "reference", False)):
+                if not want_hazard:
+                    if (lab.id, sub.racecheck) in clean:
+                        continue
+                    clean.add((lab.id, sub.racecheck))
+                what = (f"racecheck reports {lab.id} {sub.name}" if want_hazard
+                        else f"racecheck finds the {lab.id} reference clean on {sub.racecheck}")
+                runs.append((what, target.binary, sub.racecheck, want_hazard, sanitizer.command(
+                    tool, "racecheck", target.binary, sub.racecheck,
+                    target.judge_args(variant))))
+        background = ThreadPoolExecutor(max_workers=1)
+        done = background.submit(_race_all, [argv for *_, argv in runs],
+                                 gpu_lock.path_for(refs.device))
+        background.shutdown(wait=False)
+        return cls(cases, None, runs, done)
+
+    def finish(self, gpu_needed: bool, tally: Tally, out: TextIO) -> None:
+        if not self.cases:
+            return
+        if self.done is None:
+            for lab, sub in self.cases:
+                tally.add(False if gpu_needed else None,
+                          f"racecheck on {lab.id} {sub.name} (not run: {self.why})", out)
+            out.write(f"  not run: {self.why} ({len(self.cases)} racecheck cases)\n")
+            return
+        procs = self.done.result()
+        for (what, binary, test_filter, want_hazard, _), proc in zip(self.runs, procs):
+            if proc is None:
+                tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
+                continue
+            summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
+                            if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
+            hazard = proc.returncode == sanitizer.ERROR_EXIT
+            tally.add(hazard == want_hazard, what, out)
+            out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary}\n")
+
+
+def _race_all(argvs: list[list[str]], lock_path: Path | None
+              ) -> list[subprocess.CompletedProcess | None]:
+    """Runs the racecheck commands, runner.SANITIZER_SESSIONS at a time, holding the GPU's
+    lock shared; None for one that timed out."""
     def race(argv: list[str]) -> subprocess.CompletedProcess | None:
         try:
             return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -803,19 +848,10 @@ def _racecheck(root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
         except subprocess.TimeoutExpired:
             return None
 
-    with gpu_lock.GpuLock(gpu_lock.path_for(refs.device)) as lock, \
+    with gpu_lock.GpuLock(lock_path) as lock, \
             ThreadPoolExecutor(max_workers=runner.SANITIZER_SESSIONS) as pool:
         lock.shared()
-        procs = list(pool.map(race, [argv for *_, argv in runs]))
-    for (what, binary, test_filter, want_hazard, _), proc in zip(runs, procs):
-        if proc is None:
-            tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
-            continue
-        summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
-                        if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-        hazard = proc.returncode == sanitizer.ERROR_EXIT
-        tally.add(hazard == want_hazard, what, out)
-        out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary}\n")
+        return list(pool.map(race, argvs))
 
 
 def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_needed: bool,

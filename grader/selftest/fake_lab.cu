@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kit/check.h"
+#include "kit/huge.h"
 #include "kit/test.h"
 
 namespace {
@@ -135,6 +136,41 @@ KIT_TEST(FakeGpu, PassesAfterTheContextBroke, "fake.3", gpu, 1,
   kit::DeviceBuffer<float> buffer(16);
   KIT_CUDA_CHECK(cudaMemset(buffer.data(), 0, buffer.bytes()));
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// The kit's own check helper (kit/huge.h): note_wrong adds up a warp's wrong elements in one
+// atomic pair, and the count and the first wrong index must stay exact whatever the warps'
+// divergence. Element i is wrong when wrong_at(i, pattern) holds.
+__host__ __device__ bool wrong_at(std::size_t i, int pattern) {
+  switch (pattern) {
+    case 0: return false;
+    case 1: return true;
+    case 2: return i % 7 == 3 || (i >> 5) % 5 == 1;  // scattered, and whole warps
+    default: return i % 4099 == 4098 && i > 1000000;  // rare, none near the start
+  }
+}
+
+__global__ void note_wrong_kernel(std::size_t n, int pattern, unsigned long long* wrong) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    if (wrong_at(i, pattern)) kit::note_wrong(wrong, i);
+}
+
+KIT_TEST(FakeGpu, CountsWrongElementsExactly, "fake.3", gpu, 1,
+         "the kit's check kernels count every wrong element and find the first") {
+  const std::size_t n = (std::size_t{1} << 24) + 5;
+  for (int pattern = 0; pattern < 4; ++pattern) {
+    unsigned long long count = 0, first = ~0ull;
+    for (std::size_t i = 0; i < n; ++i)
+      if (wrong_at(i, pattern)) {
+        if (count++ == 0) first = i;
+      }
+    const kit::WrongCount got = kit::count_wrong([&](unsigned long long* w) {
+      note_wrong_kernel<<<kit::kHugeBlocks / 8, kit::kHugeThreads>>>(n, pattern, w);
+    });
+    EXPECT_EQ(got.count, count) << "pattern " << pattern;
+    EXPECT_EQ(got.first, first) << "pattern " << pattern;
+  }
 }
 
 // Two ways a kernel never finishes; the runner must cut the test off at its timeout and still grade
