@@ -103,6 +103,11 @@ class LabTarget:
     only the kit's own selftest sets it, for a known-wrong submission that hangs on purpose
     (wrong.json's "timeout_s")."""
 
+    alone_timeout_s: float | None = None
+    """The time limit of each of its timed and perf tests, which run with nothing else on the
+    GPU, instead of timeout_s: only the kit's selftest sets it, for a known-wrong submission
+    whose timed or perf test hangs on purpose (wrong.json's "alone_timeout_s")."""
+
     settle: Settle | None = field(default=None, compare=False)
     """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
 
@@ -300,6 +305,10 @@ COUNTER_SESSIONS = 4
 bank conflicts), the same whatever runs beside it, and ncu profiles one kernel at a time across
 processes (its lock file): side by side, the processes' starts overlap, not their profiling."""
 
+ALONE_KINDS = ("timed", "perf")
+"""The kinds of test a process runs with nothing else on the GPU (counter tests run under
+Nsight Compute, kitgrade.counters)."""
+
 SHARD_MIN_TESTS = 10
 """A lab's correctness tests are split over several processes only when each gets at least this
 many: a process costs a CUDA context (two, for a judge and its worker) besides its tests. At 10,
@@ -320,6 +329,8 @@ class _Lab:
     deliver: Callable[[TestResult], None]
     seed: int = 0
     fail_fast: bool = False
+    alone_timeout: float | None = None
+    """The time limit of a process of timed or perf tests alone, where set (LabTarget)."""
     by_id: dict[str, TestResult] = field(default_factory=dict)
     unrun: set[str] = field(default_factory=set)
     """Tests failed before anything ran (a banned library): they do not close the perf gate."""
@@ -421,7 +432,10 @@ class _Lab:
             return outcome.status.is_problem and any(
                 s.id not in self.by_id and self.settled(s.step) for s in specs)
 
-        protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, self.timeout,
+        timeout = self.timeout
+        if self.alone_timeout is not None and all(s.kind in ALONE_KINDS for s in specs):
+            timeout = self.alone_timeout
+        protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, timeout,
                            self.extra, lambda test_id, outcome: self.finish(by_id[test_id], outcome),
                            stop=stop, go=go)
         if go is not None and go.cancelled:
@@ -829,7 +843,7 @@ def _prepare(target: LabTarget, options: RunOptions,
         return result
     graded = _Lab(target, result, listing, target.timeout_s or options.timeout_s or lab.timeout_s,
                   target.judge_args(variant), deliver, seed=options.seed,
-                  fail_fast=options.fail_fast)
+                  fail_fast=options.fail_fast, alone_timeout=target.alone_timeout_s)
 
     if target.archive is not None and target.archive.is_file() and target.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab

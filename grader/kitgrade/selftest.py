@@ -23,7 +23,8 @@ What it proves, in order:
    known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 9. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests
-   (these runs start beside step 5's known-wrong gradings, holding the GPU's lock shared);
+   (these runs start beside step 5's grading of the known-wrong submissions that hang on
+   purpose, holding the GPU's lock shared);
 10. the documentation site builds without a warning, every figure its pages show is in it
     (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
 11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
@@ -666,8 +667,11 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     (426 s with the stubs and references but without lab 02's two that hang, against 345 s for
     all of them as now): each submission's processes make their CUDA contexts, which the driver
     makes one at a time, and more of them at once only made each test's start slower (host
-    tests of 20 s). `after_first` is called with the first run's result (an instructor's copy):
-    step 9's racecheck starts there, beside the known-wrong gradings."""
+    tests of 20 s). `after_first` is called with the first run's result (an instructor's copy)
+    just before the known-wrong run that waits out hangs on purpose (a wrong.json entry with
+    timeout_s; else the first): step 9's racecheck starts there, and its shared hold on the GPU's
+    lock ends inside that run's long correctness phase instead of delaying a run's timed and
+    perf tests."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -690,16 +694,23 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
-        if instructor:
-            after_first(first)
         wrongs: list[tuple[Lab, _WrongRun]] = []
-        for lab in labs if instructor else []:
-            subs = [sub for sub in wrong.load(root, lab) if only is None or sub.name in only]
-            if not subs:
-                continue
+        runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
+                for lab in (labs if instructor else [])]
+        runs = [(lab, subs) for lab, subs in runs if subs]
+        # Beside the run that waits out hangs on purpose (an entry with timeout_s), whose
+        # correctness phase is the longest; else beside the first.
+        beside = next((lab for lab, subs in runs if any(sub.timeout_s for sub in subs)),
+                      runs[0][0] if runs else None)
+        if instructor and beside is None:
+            after_first(first)
+        for lab, subs in runs:
+            if lab is beside:
+                after_first(first)
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
-                           timeout_s=sub.timeout_s, settle=_settle(sub))
+                           timeout_s=sub.timeout_s, alone_timeout_s=sub.alone_timeout_s,
+                           settle=_settle(sub))
                        for sub in subs]
             again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
             run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],

@@ -28,7 +28,7 @@ from .manifest import Lab, ManifestError
 FILE_NAME = "wrong.json"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _FIELDS = {"name", "mistake", "edits", "loses", "message", "racecheck", "base", "refused",
-           "only_refused", "likely", "timeout_s"}
+           "only_refused", "likely", "timeout_s", "alone_timeout_s"}
 
 
 class WrongError(ManifestError):
@@ -76,6 +76,11 @@ class WrongSubmission:
     """The time limit of each of its tests in the selftest, instead of the lab's: for a mistake
     that hangs on purpose, so that each of its hanging tests does not cost the lab's whole limit
     (students are graded with the lab's)."""
+
+    alone_timeout_s: float | None = None
+    """The time limit of each of its timed and perf tests in the selftest, instead of timeout_s
+    or the lab's: those run with nothing else on the GPU, so a tighter limit cuts a hang in one
+    of them short without risking a slow, healthy test beside other submissions' hangs."""
 
     @property
     def is_attack(self) -> bool:
@@ -150,12 +155,13 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
         likely = item.get("likely")
         if likely is not None and (not isinstance(likely, str) or not likely):
             raise WrongError(f"{at}.likely: expected part of a diagnosis line")
-        timeout_s = item.get("timeout_s")
-        if timeout_s is not None and (isinstance(timeout_s, bool)
-                                      or not isinstance(timeout_s, (int, float))
-                                      or not 0 < timeout_s <= lab.timeout_s):
-            raise WrongError(f"{at}.timeout_s: expected seconds above 0, at most the lab's "
-                             f"{lab.timeout_s:g}")
+        timeout_s, alone_timeout_s = item.get("timeout_s"), item.get("alone_timeout_s")
+        for key, seconds in (("timeout_s", timeout_s), ("alone_timeout_s", alone_timeout_s)):
+            if seconds is not None and (isinstance(seconds, bool)
+                                        or not isinstance(seconds, (int, float))
+                                        or not 0 < seconds <= lab.timeout_s):
+                raise WrongError(f"{at}.{key}: expected seconds above 0, at most the lab's "
+                                 f"{lab.timeout_s:g}")
         edits = item.get("edits")
         if not isinstance(edits, list) or not edits:
             raise WrongError(f"{at}.edits: expected a non-empty list")
@@ -180,7 +186,7 @@ def parse(data: Any, lab: Lab, where: str) -> list[WrongSubmission]:
             parsed.append(Edit(edit["file"], edit["find"], edit["replace"], region, occurrence))
         found.append(WrongSubmission(name, item["mistake"], tuple(parsed), tuple(loses),
                                      item["message"], racecheck, base, refused, only_refused,
-                                     likely, timeout_s))
+                                     likely, timeout_s, alone_timeout_s))
     names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

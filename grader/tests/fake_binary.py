@@ -182,6 +182,9 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
         with open(argv[argv.index("--log-file") + 1], "w") as f:
             f.write("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
         return "COMPLETED", [], props
+    if key == "timed" and os.environ.get("FAKE_TIMED_HANGS") == "1":
+        while True:
+            time.sleep(1)
     if key == "timed" and os.environ.get("FAKE_TIMED_FAILS") == "1":
         return "COMPLETED", ["timeline.cu:7\nchunk 1's copy-in took 0.01 ms"], props
     if key in ("gpu", "param", "timed"):

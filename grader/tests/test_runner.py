@@ -334,6 +334,25 @@ class SettledTimedTest(unittest.TestCase):
         self.assertIs(run.labs[1].tests[0].status, Status.PASSED)
 
 
+class AloneTimeoutTest(unittest.TestCase):
+    def test_a_hang_in_a_timed_test_is_cut_at_the_alone_limit(self) -> None:
+        # The selftest's known-wrong submission whose timed test hangs: its timed tests get the
+        # tighter limit (wrong.json's alone_timeout_s), its correctness tests keep timeout_s.
+        with tempfile.TemporaryDirectory() as tmp, fake_env(
+                FAKE_GPU="1", FAKE_TESTS="pass,gpu,timed", FAKE_TIMED_HANGS="1"):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"),
+                                      timeout_s=4, alone_timeout_s=1)
+            start = time.monotonic()
+            run = runner.run([target], runner.RunOptions("student", SEED, 2))
+            elapsed = time.monotonic() - start
+        tests = {t.id: t for t in run.labs[0].tests}
+        timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
+        self.assertEqual((timed.status, timed.reason), (Status.TIMED_OUT, "timed out after 1 s"))
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+        self.assertLess(elapsed, 3.5)
+
+
 class LoneTimeoutTest(unittest.TestCase):
     """A right test that times out beside hanging ones is graded again alone; hangs stay hangs."""
 

@@ -88,6 +88,17 @@ class WrongTest(unittest.TestCase):
             with self.assertRaisesRegex(wrong.WrongError, r"submissions\[0\]\.timeout_s"):
                 wrong.parse(data, LAB, "wrong.json")
 
+    def test_a_time_limit_of_its_own_for_the_tests_that_run_alone(self) -> None:
+        data = entry(find="a", replace="b")
+        self.assertIsNone(wrong.parse(data, LAB, "wrong.json")[0].alone_timeout_s)
+        data["submissions"][0]["alone_timeout_s"] = 1.5
+        self.assertEqual(wrong.parse(data, LAB, "wrong.json")[0].alone_timeout_s, 1.5)
+        for bad in (0, 6, False, "1"):  # the lab's limit is 5 s
+            data["submissions"][0]["alone_timeout_s"] = bad
+            with self.assertRaisesRegex(wrong.WrongError,
+                                        r"submissions\[0\]\.alone_timeout_s"):
+                wrong.parse(data, LAB, "wrong.json")
+
     def test_the_kits_own_submissions_all_load_and_apply(self) -> None:
         root = Path(__file__).resolve().parents[2]
         from kitgrade.manifest import load_manifest
