@@ -685,7 +685,8 @@ static std::set<std::string> read_own_kernels(const std::string& worker_path) {
   return kernels_in_cuobjdump(in);
 }
 
-void configure_judge(const std::string& worker_path, double timeout_s) {
+void configure_judge(const std::string& worker_path, double timeout_s,
+                     const std::string& worker_queues) {
   Judge& j = judge();
   j.worker_path = worker_path;
   j.own_kernels = read_own_kernels(worker_path);
@@ -696,12 +697,14 @@ void configure_judge(const std::string& worker_path, double timeout_s) {
   // instead of 2.0-2.6). The judge never needs two of its own streams to run side by side, so
   // one queue costs it nothing. Set before the judge's first CUDA call.
   // The worker (start_worker) gets the variable as the judge found it, or where it was unset,
-  // KIT_WORKER_CONNECTIONS queues (default 4; 0: the driver's 8): the student's streams, and the
-  // stream check's hold beside a kernel on a wrong stream, need more than one, and 4 made the
-  // correctness phase 1.0 s faster than 8 on an H100 (docs/instructors.md, session 23).
+  // KIT_WORKER_CONNECTIONS queues (0: the driver's 8), or the lab's worker_queues (lab.json, on
+  // the command line), or 2: the stream check's hold beside a kernel on a wrong stream needs
+  // more than one, and 2 made a grading 1.5 s faster than 4 on an H100 (docs/instructors.md,
+  // session 27). Lab 07, whose pipeline runs four streams side by side, asks for 4.
   const char* before = std::getenv(kConnectionsEnv);
   const char* for_worker = std::getenv("KIT_WORKER_CONNECTIONS");
-  if (for_worker == nullptr || *for_worker == '\0') for_worker = "4";
+  if (for_worker == nullptr || *for_worker == '\0')
+    for_worker = worker_queues.empty() ? "2" : worker_queues.c_str();
   if (before != nullptr)
     j.worker_connections = before;
   else if (std::strcmp(for_worker, "0") != 0)

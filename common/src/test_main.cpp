@@ -447,11 +447,14 @@ int main(int argc, char** argv) {
   // student's own build next to this binary; the runner names the worker and the time limit.
   std::string worker = take_flag(argc, argv, "--kit_worker=");
   const std::string timeout = take_flag(argc, argv, "--kit_timeout=");
+  // The lab's worker_queues (lab.json), when it needs more than the default.
+  const std::string worker_queues = take_flag(argc, argv, "--kit_worker_queues=");
   // Which build the worker is (student, reference, ...): its thresholds and its listing.
   const std::string variant = take_flag(argc, argv, "--kit_variant=");
   if (worker.empty()) worker = default_worker();
   ::testing::InitGoogleTest(&argc, argv);
-  kit::remote::configure_judge(worker, timeout.empty() ? 0.0 : std::atof(timeout.c_str()));
+  kit::remote::configure_judge(worker, timeout.empty() ? 0.0 : std::atof(timeout.c_str()),
+                               worker_queues);
 #else
   ::testing::InitGoogleTest(&argc, argv);
 #endif

@@ -7,7 +7,9 @@ there plus its CMake targets. A lab may also ban libraries (``banned_libraries``
 about writing a GEMM, CUB in a lab about writing a reduction); kitgrade.bans enforces them.
 It may leave tests out of ``kit.py sanitize`` under one tool (``sanitize_skip``: lab 04's
 2048^3 products under racecheck), and say how Gradescope shows its hidden tests, the
-instructor-only ones in grader/<id>/hidden/ (``hidden_visibility``, default "after_due_date").
+instructor-only ones in grader/<id>/hidden/ (``hidden_visibility``, default "after_due_date"),
+and give the student's worker more hardware work queues than the judges' default
+(``worker_queues``: lab 07, whose pipeline runs on four streams).
 It is validated strictly on load: a typo in a field name or
 a step whose id does not belong to its lab would otherwise surface much later as a
 confusing grading result, so every error names the offending field, e.g.
@@ -28,6 +30,9 @@ VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 """Gradescope's visibility values; a step's value is passed through to results.json."""
 
 DEFAULT_HIDDEN_VISIBILITY = "after_due_date"
+
+MAX_WORKER_QUEUES = 32
+"""The most CUDA_DEVICE_MAX_CONNECTIONS the driver takes."""
 """How a lab's hidden tests are shown unless its lab.json says otherwise: students see them,
 and what they lost to them, once the assignment is over."""
 
@@ -102,6 +107,10 @@ class Lab:
     sanitize_skip: tuple[SanitizeSkip, ...] = ()
     hidden_visibility: str = DEFAULT_HIDDEN_VISIBILITY
     """The Gradescope visibility of every hidden test (KIT_HIDDEN_TEST) of the lab."""
+    worker_queues: int | None = None
+    """The hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS) of the student's worker, where the
+    judge's default (2, common/src/remote_judge.cpp) is too few: a lab whose student code runs
+    several streams side by side. Fewer queues make a context faster to create."""
 
     def sanitize_skipped(self, tool: str) -> list[SanitizeSkip]:
         return [s for s in self.sanitize_skip if s.tool == tool]
@@ -186,7 +195,7 @@ def parse_manifest(data: Any, source: str = "labs.json") -> Manifest:
 def _parse_lab(data: Any, where: str) -> Lab:
     fields = _Fields(
         data, where, required={"id", "title", "timeout_s", "student_files", "steps"},
-        optional={"banned_libraries", "sanitize_skip", "hidden_visibility"}
+        optional={"banned_libraries", "sanitize_skip", "hidden_visibility", "worker_queues"}
     )
     lab_id = fields.get("id", str)
     if not _LAB_ID.match(lab_id):
@@ -214,8 +223,12 @@ def _parse_lab(data: Any, where: str) -> Lab:
     hidden_visibility = _visibility(
         fields.get("hidden_visibility", str, default=DEFAULT_HIDDEN_VISIBILITY),
         f"{where}.hidden_visibility")
+    queues = fields.get("worker_queues", int)
+    if queues is not None and not 1 <= queues <= MAX_WORKER_QUEUES:
+        raise ManifestError(f"{where}.worker_queues: expected 1 to {MAX_WORKER_QUEUES} "
+                            "(hardware work queues)")
     return Lab(lab_id, _non_empty(fields.get("title", str), f"{where}.title"), float(timeout),
-               tuple(files), steps, bans, skips, hidden_visibility)
+               tuple(files), steps, bans, skips, hidden_visibility, queues)
 
 
 def _parse_sanitize_skip(data: Any, where: str) -> SanitizeSkip:

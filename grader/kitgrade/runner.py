@@ -126,7 +126,9 @@ class LabTarget:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
         if self.worker is None:
             return []
-        return [f"--kit_worker={self.worker.absolute()}", f"--kit_variant={variant}"]
+        queues = self.lab.worker_queues
+        return [f"--kit_worker={self.worker.absolute()}", f"--kit_variant={variant}",
+                *([f"--kit_worker_queues={queues}"] if queues is not None else [])]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from kitgrade import runner
 from kitgrade.manifest import ManifestError, load_manifest, parse_manifest
 
 from .support import lab_entry
@@ -91,10 +92,25 @@ class ValidationTest(unittest.TestCase):
             (lambda d: d.update(labs=[]), "labs: expected at least one lab"),
             (lambda d: d["labs"].append(3), "labs[2]: expected an object"),
             (lambda d: d.update(extra=1), "labs.json: extra: unknown field"),
+            (lambda d: d["labs"][0].update(worker_queues=0), "labs[0].worker_queues: expected 1"),
+            (lambda d: d["labs"][0].update(worker_queues=33), "labs[0].worker_queues: expected 1"),
+            (lambda d: d["labs"][0].update(worker_queues="4"), "labs[0].worker_queues: expected int"),
         ]
         for mutate, expected in cases:
             with self.subTest(expected=expected):
                 self.assert_rejected(mutate, expected)
+
+    def test_worker_queues_reach_the_judge_only_where_a_lab_sets_them(self) -> None:
+        data = {"labs": [dict(lab_entry("01_alpha"), worker_queues=4), lab_entry("02_beta")]}
+        alpha, beta = parse_manifest(data).labs
+        self.assertEqual((alpha.worker_queues, beta.worker_queues), (4, None))
+        worker = Path("/b/bin/worker_01_alpha")
+        with_queues = runner.LabTarget(alpha, Path("/b/bin/grade_01_alpha"), worker=worker)
+        without = runner.LabTarget(beta, Path("/b/bin/grade_02_beta"), worker=worker)
+        self.assertIn("--kit_worker_queues=4", with_queues.judge_args("student"))
+        self.assertFalse(any("queues" in arg for arg in without.judge_args("student")))
+        real = {lab.id: lab.worker_queues for lab in load_manifest(REAL_MANIFEST).labs}
+        self.assertEqual(real["07_streams"], 4)  # four streams side by side
 
     def test_banned_libraries_are_validated(self) -> None:
         def ban(**fields):  # type: ignore[no-untyped-def]

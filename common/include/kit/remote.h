@@ -293,8 +293,10 @@ void expect_queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call,
                              const std::string& what = "");
 
-/// Judge: the worker binary and per-test time limit, from the judge's command line (test_main).
-void configure_judge(const std::string& worker_path, double timeout_s);
+/// Judge: the worker binary, per-test time limit and the worker's hardware work queues ("": the
+/// default), from the judge's command line (test_main).
+void configure_judge(const std::string& worker_path, double timeout_s,
+                     const std::string& worker_queues = "");
 
 /// Judge: starts the worker now, if none is running, so that its start (the CUDA context above
 /// all) overlaps the judge's own before the first call needs it. A worker that dies at once is
