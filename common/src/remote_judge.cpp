@@ -699,7 +699,7 @@ void configure_judge(const std::string& worker_path, double timeout_s,
   // The worker (start_worker) gets the variable as the judge found it, or where it was unset,
   // KIT_WORKER_CONNECTIONS queues (0: the driver's 8), or the lab's worker_queues (lab.json, on
   // the command line), or 2: the stream check's hold beside a kernel on a wrong stream needs
-  // more than one, and 2 made a grading 1.5 s faster than 4 on an H100 (docs/instructors.md,
+  // more than one, and a context with fewer queues is made faster (docs/instructors.md,
   // session 27). Lab 07, whose pipeline runs four streams side by side, asks for 4.
   const char* before = std::getenv(kConnectionsEnv);
   const char* for_worker = std::getenv("KIT_WORKER_CONNECTIONS");
