@@ -30,11 +30,11 @@ VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 """Gradescope's visibility values; a step's value is passed through to results.json."""
 
 DEFAULT_HIDDEN_VISIBILITY = "after_due_date"
+"""How a lab's hidden tests are shown unless its lab.json says otherwise: students see them,
+and what they lost to them, once the assignment is over."""
 
 MAX_WORKER_QUEUES = 32
 """The most CUDA_DEVICE_MAX_CONNECTIONS the driver takes."""
-"""How a lab's hidden tests are shown unless its lab.json says otherwise: students see them,
-and what they lost to them, once the assignment is over."""
 
 _LAB_ID = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
 
