@@ -32,7 +32,8 @@ class BuildError(Exception):
 
 
 def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: TextIO,
-                 quiet: bool = False, submission_dir: Path | None = None) -> None:
+                 quiet: bool = False, submission_dir: Path | None = None,
+                 nice: int = 0) -> None:
     """Configures build_dir if it has no CMakeCache.txt, then builds `targets`.
 
     `submission_dir` is the staging folder of a submission (kitgrade.submission), or None for
@@ -41,7 +42,8 @@ def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: Te
     builds a submission when labs/ is asked for.
 
     Build output is streamed to `out`; with quiet it is held back and only its tail is
-    shown when the build fails.
+    shown when the build fails. With `nice` the build runs at that lower CPU priority (the
+    selftest's build beside its gradings), where the `nice` command exists.
     """
     if shutil.which("cmake") is None:
         raise BuildError("cmake not found on PATH")
@@ -52,8 +54,11 @@ def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: Te
         configure(root, build_dir, *submission_flag, out=out, quiet=quiet)
     elif cached_value(cache, SUBMISSION_VARIABLE) != wanted:
         configure(root, build_dir, f"-D{SUBMISSION_VARIABLE}={wanted}", out=out, quiet=quiet)
-    _run(["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(os.cpu_count() or 1)],
-         out, quiet)
+    argv = ["cmake", "--build", str(build_dir), "--target", *targets, "-j",
+            str(os.cpu_count() or 1)]
+    if nice and shutil.which("nice"):
+        argv = ["nice", "-n", str(nice), *argv]
+    _run(argv, out, quiet)
 
 
 def grading_targets(root: Path, labs: Sequence[Lab], variant: str) -> list[str]:

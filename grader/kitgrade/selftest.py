@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import check, gpu_lock, reports, runner, sanitizer, site_check, wrong
-from .build import BuildError, configure, ensure_built
+from .build import BuildError, configure, ensure_built, grading_targets
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult, is_correctness
 from .context import default_build_dir, find_lab
@@ -226,16 +226,20 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     unit_tests = (_UnitTests([]) if args.skip_shared
                   else _start_python_unit_tests(root, unit_report))
     _section(out, "Build")
+    instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
+    beside = os.environ.get(BUILD_BESIDE_ENV) == "1"
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
-        ensure_built(root, build_dir, ["all"], out=out, quiet=True)
+        ensure_built(root, build_dir, _first_targets(root, labs, instructor) if beside else ["all"],
+                     out=out, quiet=True)
     except BuildError as err:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
         unit_tests.kill()
         return _finish(tally, out)
-    tally.add(True, "the kit builds", out)
-    instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
+    tally.add(True, "the stubs' and solutions' graders build (the rest beside steps 2 to 5)"
+              if beside else "the kit builds", out)
+    rest = _RestOfBuild(root, build_dir) if beside else None
     # The student edition builds and tests itself beside the steps below, niced: its CPU work
     # overlaps theirs, which is mostly the GPU's, and the GPU's lock (kitgrade.gpu_lock) keeps its
     # tests away from the timed and perf tests here, and these away from its.
@@ -243,7 +247,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                else _Edition.start(root, build_dir, args, seed))
     try:
         return _after_build(root, build_dir, labs, args, seed, instructor, edition, unit_tests,
-                            tally, out)
+                            rest, tally, out)
     finally:
         if edition is not None:
             edition.kill()
@@ -251,8 +255,12 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
 def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Namespace,
                  seed: int, instructor: bool, edition: _Edition | None, unit_tests: _UnitTests,
-                 tally: Tally, out: TextIO) -> int:
-    """Steps 2 to 11 (the module's docstring), after the build."""
+                 rest: _RestOfBuild | None, tally: Tally, out: TextIO) -> int:
+    """Steps 2 to 11 (the module's docstring), after the build (or, with BUILD_BESIDE_ENV, its
+    first part: `rest` is the rest, waited for before the known-wrong submissions)."""
+    def rest_built() -> bool:
+        return rest is None or rest.finish(tally, out)
+
     bin_dir = build_dir / "bin"
     gpu_needed = args.require_gpu
     _section(out, "Consistency (kit.py check)")
@@ -277,7 +285,8 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     races: list[_Racecheck] = []  # step 9's runs, started beside the known-wrong gradings
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
                              lambda first: races.append(
-                                 _Racecheck.start(root, labs, build_dir, first, only)))
+                                 _Racecheck.start(root, labs, build_dir, first, only)),
+                             rest_built)
 
     _section(out, "Every stub fails its correctness steps")
     stubs = graded.stubs
@@ -293,6 +302,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
 
     if not instructor:
         _section(out, "Documentation site")
+        rest_built()
         _docs(root, build_dir, args.require_docs, tally, out)
         return _finish(tally, out)
 
@@ -319,6 +329,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
         race.finish(gpu_needed, tally, out)
 
     _section(out, "Documentation site")
+    rest_built()
     _docs(root, build_dir, args.require_docs, tally, out)
 
     _section(out, "Student edition: no answers inside, and its own tests pass")
@@ -328,6 +339,58 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     else:
         edition.finish(root, tally, out)
     return _finish(tally, out)
+
+
+BUILD_BESIDE_ENV = "KIT_SELFTEST_BUILD_BESIDE"
+"""Set to 1, step 1 builds only what the first grading needs (the stubs' and solutions' graders,
+the fake lab, the C++ unit tests), and the rest of the tree (the known-wrong submissions, about
+two thirds of the compiler's time, the benchmarks and the documentation) builds niced beside
+steps 2 to 5, which wait for it before grading the known-wrong submissions: the build is the
+CPU's work, the gradings mostly the GPU's. Off by default until an H100 run shows it pays and
+keeps every verdict (not measured yet, session 27)."""
+
+BUILD_BESIDE_NICE = 10
+
+
+def _first_targets(root: Path, labs: Sequence[Lab], instructor: bool) -> list[str]:
+    """What steps 2 to 5 need before the known-wrong submissions (BUILD_BESIDE_ENV)."""
+    names = grading_targets(root, labs, "student")
+    if instructor:
+        names += [n for n in grading_targets(root, labs, "reference") if n not in names]
+    names.append("kit_unit_tests")
+    if (root / "grader" / "selftest" / "fake_lab.cu").is_file():
+        names.append("kit_fake_lab")
+    return names
+
+
+class _RestOfBuild:
+    """The rest of the tree's build (BUILD_BESIDE_ENV), in a thread of its own from now on."""
+
+    def __init__(self, root: Path, build_dir: Path) -> None:
+        background = ThreadPoolExecutor(max_workers=1)
+        self.done: Future[str | None] = background.submit(self._build, root, build_dir)
+        background.shutdown(wait=False)
+        self.told: bool | None = None
+
+    @staticmethod
+    def _build(root: Path, build_dir: Path) -> str | None:
+        """None when the whole tree built; else what went wrong, with the build's last lines."""
+        try:
+            ensure_built(root, build_dir, ["all"], out=io.StringIO(), quiet=True,
+                         nice=BUILD_BESIDE_NICE)
+        except BuildError as err:
+            return f"{err}\n{err.output}"
+        return None
+
+    def finish(self, tally: Tally, out: TextIO) -> bool:
+        """Waits for the build; the first call counts it and says how it went. True: built."""
+        if self.told is None:
+            problem = self.done.result()
+            if problem is not None:
+                out.write(f"  build failed: {problem}\n")
+            tally.add(problem is None, "the whole tree builds (beside steps 2 to 5)", out)
+            self.told = problem is None
+        return self.told
 
 
 def _skipped(tally: Tally, what: str, out: TextIO) -> None:
@@ -657,7 +720,8 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO,
-                    after_first: Callable[[RunResult], None] = lambda _: None) -> _Together:
+                    after_first: Callable[[RunResult], None] = lambda _: None,
+                    built: Callable[[], bool] = lambda: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
     would be: the correctness tests of a run side by side, then each one's timed, counter and
@@ -671,7 +735,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     just before the known-wrong run that waits out hangs on purpose (a wrong.json entry with
     timeout_s; else the first): step 9's racecheck starts there, and its shared hold on the GPU's
     lock ends inside that run's long correctness phase instead of delaying a run's timed and
-    perf tests."""
+    perf tests. `built` is asked before the known-wrong runs: False (their build failed) leaves
+    them out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -696,7 +761,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
         wrongs: list[tuple[Lab, _WrongRun]] = []
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
-                for lab in (labs if instructor else [])]
+                for lab in (labs if instructor and built() else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
         # Beside the run that waits out hangs on purpose (an entry with timeout_s), whose
         # correctness phase is the longest; else beside the first.
