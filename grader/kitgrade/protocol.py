@@ -222,7 +222,8 @@ OutcomeCallback = Callable[[str, Outcome], None]
 def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
               extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None,
               stop: Callable[[Outcome], bool] | None = None,
-              go: StartSignal | None = None) -> dict[str, Outcome]:
+              go: StartSignal | None = None,
+              abandon: Callable[[str, float], bool] | None = None) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
@@ -230,7 +231,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     len(test_ids) processes run. `stop`: return as soon as a test's outcome satisfies it, leaving
     the tests after it unrun for the caller (a timeout: the caller runs the rest side by side;
     a failure, when failing fast). `go`: the first process starts at once and waits for it
-    (StartSignal); cancelled, nothing is judged."""
+    (StartSignal); cancelled, nothing is judged. `abandon(test_id, seconds)`, asked while a test
+    runs: True ends its process there, as a timeout would (_run_process)."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -241,7 +243,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
 
     left = list(test_ids)
     while left:
-        blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop, go=go)
+        blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop, go=go,
+                                abandon=abandon)
         if go is not None and go.cancelled:
             break
         left = [t for t in left if t not in outcomes]
@@ -274,7 +277,8 @@ def run_alone(binary: Path, test_id: str, seed: int, timeout_s: float, extra: Se
 def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float,
                  extra: Sequence[str], give: OutcomeCallback,
                  stop: Callable[[Outcome], bool] | None = None,
-                 prefix: Sequence[str] = (), go: StartSignal | None = None
+                 prefix: Sequence[str] = (), go: StartSignal | None = None,
+                 abandon: Callable[[str, float], bool] | None = None
                  ) -> tuple[Outcome | None, int | None]:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
@@ -288,7 +292,10 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
 
     With a `go` not yet given, the process is started with WAIT_FD_FLAG and waits for it: its
     time limit counts from then; cancelled (or ended before it), nothing is judged, the process
-    is killed and (None, None) returned."""
+    is killed and (None, None) returned.
+
+    `abandon(test_id, seconds)` is asked about the test in flight and how long it has run: True
+    kills the process there, and that test is the one to blame (as at its time limit)."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         verdicts = Path(tmp) / "verdicts"
@@ -381,6 +388,9 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 if returncode is not None:
                     break
                 if time.monotonic() - since > limit:
+                    break
+                if abandon is not None and judged != wanted and \
+                        abandon(in_flight(), time.monotonic() - since):
                     break
         finally:
             _kill_group(proc)

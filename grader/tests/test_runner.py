@@ -313,6 +313,43 @@ class SettleTest(unittest.TestCase):
         self.assertIs(tests["Exit.Early"].status, Status.CRASHED)
 
 
+class SettleGoesOnTest(unittest.TestCase):
+    """KIT_SETTLE_GOES_ON=1: a process whose failure settled a step goes on with the tests left
+    (one process, not two); a test of the settled step that runs on is cut at the grace."""
+
+    def run_lab(self, tests: str, timeout_s: float = 2) -> dict[str, TestResult]:
+        always = lambda failing: True  # noqa: E731
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_GPU="1", FAKE_TESTS=tests,
+                                                            KIT_SETTLE_GOES_ON="1"):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"),
+                                      timeout_s=timeout_s,
+                                      settle=runner.Settle(frozenset({"alpha.1"}), always))
+            return {t.id: t for t in runner.run([target], runner.RunOptions(
+                "student", SEED, 1)).labs[0].tests}
+
+    def test_the_process_goes_on_after_the_failure_that_settles(self) -> None:
+        tests = self.run_lab("fail,hidden,pass,gpu")
+        self.assertIs(tests["Host.Fails"].status, Status.FAILED)
+        for settled in ("Host.Hidden", "Host.Passes"):
+            self.assertEqual((tests[settled].status, tests[settled].reason),
+                             (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+        self.assertEqual(tests["Gpu.Works"].measurements.get("pid"),
+                         tests["Host.Fails"].measurements.get("pid"))  # one process
+
+    def test_a_settled_test_that_runs_on_ends_its_process_at_the_grace(self) -> None:
+        with mock.patch.object(runner, "SETTLED_GRACE_S", 0.5):
+            start = time.monotonic()
+            tests = self.run_lab("fail,hang1,pass,gpu", timeout_s=20)
+            elapsed = time.monotonic() - start
+        for settled in ("Hang.InStepOne", "Host.Passes"):
+            self.assertEqual((tests[settled].status, tests[settled].reason),
+                             (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+        self.assertLess(elapsed, 10)  # not the hang's 20 s
+
+
 class SettledTimedTest(unittest.TestCase):
     def test_a_timed_test_of_a_step_settled_after_its_process_started_is_not_run(self) -> None:
         # Beta's quick test ends first, so alpha's timed process starts early, while alpha's
