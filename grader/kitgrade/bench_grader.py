@@ -6,9 +6,10 @@ Grades the labs as ``kit.py grade`` does and times each phase: configure
 tests as the runner times them (list, correctness, sanitizer, timed, counters, perf, from
 RunResult.timings; when the runner reports none, the whole of runner.run as "tests"), and the
 reports (written into a temporary folder). "other" is runner.run's time outside its phases (the
-judges' checksums, any wait for the device query, which runs beside the listing). With --repeat K it grades K times and prints each phase's
-median, min and max, and the total's. Under the table, the SLOWEST tests of the last run, each
-with its own duration (tests side by side overlap, so these do not add up to a phase).
+judges' checksums, any wait for the device query, which runs beside the listing). With
+--repeat K it grades K times and prints each phase's median, min and max, and the total's.
+Under the table, the SLOWEST tests of the last run, each with its own duration (tests side by
+side overlap, so these do not add up to a phase).
 
 The build directory is reused as grade reuses it: configure runs only when the directory is not
 configured for labs/ yet (0 s otherwise), and the build rebuilds what changed. --fresh-build

@@ -342,8 +342,6 @@ class _Lab:
     deliver: Callable[[TestResult], None]
     seed: int = 0
     fail_fast: bool = False
-    alone_timeout: float | None = None
-    """The time limit of a process of timed or perf tests alone, where set (LabTarget)."""
     by_id: dict[str, TestResult] = field(default_factory=dict)
     unrun: set[str] = field(default_factory=set)
     """Tests failed before anything ran (a banned library): they do not close the perf gate."""
@@ -458,8 +456,9 @@ class _Lab:
             return seconds > SETTLED_GRACE_S and self.settled(by_id[test_id].step)
 
         timeout = self.timeout
-        if self.alone_timeout is not None and all(s.kind in ALONE_KINDS for s in specs):
-            timeout = self.alone_timeout
+        alone = self.target.alone_timeout_s
+        if alone is not None and all(s.kind in ALONE_KINDS for s in specs):
+            timeout = alone
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, timeout,
                            self.extra, record, stop=stop, go=go,
                            abandon=abandon if goes_on else None)
@@ -868,7 +867,7 @@ def _prepare(target: LabTarget, options: RunOptions,
         return result
     graded = _Lab(target, result, listing, target.timeout_s or options.timeout_s or lab.timeout_s,
                   target.judge_args(variant), deliver, seed=options.seed,
-                  fail_fast=options.fail_fast, alone_timeout=target.alone_timeout_s)
+                  fail_fast=options.fail_fast)
 
     if target.archive is not None and target.archive.is_file() and target.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
