@@ -67,11 +67,12 @@ class Settle:
 SETTLED_REASON = "its step has already lost its points (kit selftest: not run)"
 
 SETTLE_ENV = "KIT_SETTLE_GOES_ON"
-"""Set to 1: once a known-wrong submission's step has settled on an ordinary failure, its process
-goes on through the tests left instead of being ended and started again without them (a new
-process costs two CUDA contexts); the settled step's tests that still run get SETTLED_REASON,
-whatever they do, and one that runs past SETTLED_GRACE_S ends the process as before. Off by
-default until an H100 selftest shows it pays (not measured yet, session 27)."""
+"""Unless set to 0: once a known-wrong submission's step has settled on an ordinary failure, its
+process goes on through the tests left instead of being ended and started again without them (a
+new process costs two CUDA contexts); the settled step's tests that still run get SETTLED_REASON,
+whatever they do, and one that runs past SETTLED_GRACE_S ends the process as before. With 0, the
+process is ended and started again (the behaviour before session 28; an H100 selftest with both
+this and the selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: instructors.md)."""
 
 SETTLED_GRACE_S = 2.0
 """With SETTLE_ENV, how long a test of a settled step may run before its process is ended: a
@@ -434,7 +435,7 @@ class _Lab:
         if not specs:
             return
         by_id = {s.id: s for s in specs}
-        goes_on = self.target.settle is not None and os.environ.get(SETTLE_ENV) == "1"
+        goes_on = self.target.settle is not None and os.environ.get(SETTLE_ENV, "1") != "0"
 
         def stop(outcome: protocol.Outcome) -> bool:
             if self.fail_fast and outcome.status.is_problem:
@@ -480,9 +481,14 @@ class _Lab:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
     def run_counted(self, spec: protocol.TestSpec, ncu_path: str | None,
-                    gpu_available: bool) -> None:
+                    gpu_available: bool, early: _Early | None = None) -> None:
         """Runs one counter test under Nsight Compute (`ncu_path`; None when it is missing, and
-        the test is not run, as it is without a GPU)."""
+        the test is not run, as it is without a GPU). `early`: its process, started ahead of
+        its turn (_start_early_counters), signalled to go now, or cancelled when the test is not
+        to run (then, or when it ended before its turn, it is judged here as without one)."""
+        runs = not (self.fail_fast and self.failed()) and not self.settled(spec.step)
+        if _take_turn(early, runs):
+            return
         if self.fail_fast and self.failed():
             outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
         elif self.settled(spec.step):
@@ -496,7 +502,19 @@ class _Lab:
             own = ncu.own_kernels(worker) if worker is not None else set()
             outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
                                         self.timeout, self.extra, own, self.target.lab.number)
+            assert outcome is not None  # only a process with a StartSignal is ever cancelled
         self.finish(spec, outcome)
+
+    def count_ahead(self, spec: protocol.TestSpec, ncu_path: str,
+                    signal: protocol.StartSignal) -> None:
+        """The thread of a counter test's process started ahead of its turn (run_counted)."""
+        worker = self.target.worker
+        own = ncu.own_kernels(worker) if worker is not None else set()
+        outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
+                                    self.timeout, self.extra, own, self.target.lab.number,
+                                    go=signal)
+        if outcome is not None:
+            self.finish(spec, outcome)
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
@@ -571,11 +589,16 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     sessions = min(options.jobs, SANITIZER_SESSIONS)
     early_timed: dict[int, _Early] = {}
 
+    early_counters: dict[tuple[int, str], _Early] = {}
+    ncu_path = ncu.find_ncu()
+
     def start_timed_early() -> None:
         # Once a correctness process has ended, every one has made its CUDA contexts (the driver
-        # makes them one at a time): each lab's timed process starts now and makes its own while
-        # the other correctness tests run, then waits for its turn.
+        # makes them one at a time): each lab's timed process, and each counter test's (ncu
+        # starting with it), starts now and makes its own while the other correctness tests
+        # run, then waits for its turn.
         early_timed.update(_start_early(graded, "timed", gpu_available))
+        early_counters.update(_start_early_counters(graded, ncu_path, gpu_available))
 
     if options.fail_fast:
         # kit.py mutate: a mutant's sanitizer tests wait for its correctness tests, which usually
@@ -613,10 +636,12 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
     # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
     # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all: docs/instructors.md.)
-    ncu_path = ncu.find_ncu()
-    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
+    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available,
+                                     early_counters.pop((id(lab), spec.id), None))
                    for lab in graded for spec in lab.pending((counters.KIND,))],
                   min(options.jobs, COUNTER_SESSIONS), finished, on_result)
+    for early in early_counters.values():  # tests judged since they started (none, today)
+        _take_turn(early, False)
     clock = _lap(timings, "counters", clock)
 
     for lab in graded:
@@ -908,8 +933,9 @@ def _gate_open(correctness: Sequence[TestResult]) -> bool:
     return all(t.status is Status.PASSED for t in correctness)
 
 
-EARLY_ENV = {"timed": "KIT_TIMED_EARLY", "perf": "KIT_PERF_EARLY"}
-"""Set to 0, the timed (perf) processes start at their turn instead of ahead of it."""
+EARLY_ENV = {"timed": "KIT_TIMED_EARLY", "perf": "KIT_PERF_EARLY",
+             counters.KIND: "KIT_COUNTERS_EARLY"}
+"""Set to 0, the timed (perf, counter) processes start at their turn instead of ahead of it."""
 _Early = tuple[protocol.StartSignal, threading.Thread]
 """A process started ahead of its turn: its signal and the thread that waits for its tests."""
 
@@ -937,6 +963,33 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         thread = threading.Thread(target=ahead, name=f"{kind} {lab.target.lab.id}", daemon=True)
         thread.start()
         early[id(lab)] = (signal, thread)
+    return early
+
+
+def _start_early_counters(labs: Sequence[_Lab], ncu_path: str | None,
+                          gpu_available: bool) -> dict[tuple[int, str], _Early]:
+    """Starts the process of each counter test to run, under ncu, waiting for its turn
+    (_Lab.run_counted gives it): {(id(lab), test id): (signal, thread)}. ncu's own start and
+    the process's CUDA contexts then overlap the correctness tests, which time nothing."""
+    if not gpu_available or ncu_path is None or \
+            os.environ.get(EARLY_ENV[counters.KIND], "1") == "0":
+        return {}
+    early = {}
+    for lab in labs:
+        if lab.fail_fast:
+            continue  # kit.py mutate: a mutant usually fails first, and its counters never run
+        for spec in lab.pending((counters.KIND,)):
+            signal = protocol.StartSignal()
+
+            def ahead(lab: _Lab = lab, spec: protocol.TestSpec = spec,
+                      signal: protocol.StartSignal = signal) -> None:
+                try:
+                    lab.count_ahead(spec, ncu_path, signal)
+                except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
+                    signal.cancel()
+            thread = threading.Thread(target=ahead, name=f"counter {spec.id}", daemon=True)
+            thread.start()
+            early[(id(lab), spec.id)] = (signal, thread)
     return early
 
 

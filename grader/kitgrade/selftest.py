@@ -58,6 +58,7 @@ import sys
 import time
 import tempfile
 import textwrap
+import threading
 import unittest
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -227,7 +228,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                   else _start_python_unit_tests(root, unit_report))
     _section(out, "Build")
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
-    beside = os.environ.get(BUILD_BESIDE_ENV) == "1"
+    beside = os.environ.get(BUILD_BESIDE_ENV, "1") != "0"
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
         ensure_built(root, build_dir, _first_targets(root, labs, instructor) if beside else ["all"],
@@ -342,12 +343,13 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
 
 
 BUILD_BESIDE_ENV = "KIT_SELFTEST_BUILD_BESIDE"
-"""Set to 1, step 1 builds only what the first grading needs (the stubs' and solutions' graders,
-the fake lab, the C++ unit tests), and the rest of the tree (the known-wrong submissions, about
-two thirds of the compiler's time, the benchmarks and the documentation) builds niced beside
-steps 2 to 5, which wait for it before grading the known-wrong submissions: the build is the
-CPU's work, the gradings mostly the GPU's. Off by default until an H100 run shows it pays and
-keeps every verdict (not measured yet, session 27)."""
+"""Unless set to 0, step 1 builds only what the first grading needs (the stubs' and solutions'
+graders, the fake lab, the C++ unit tests), and the rest of the tree (the known-wrong
+submissions, about two thirds of the compiler's time, the benchmarks and the documentation)
+builds niced beside steps 2 to 5, which wait for it before grading the known-wrong submissions:
+the build is the CPU's work, the gradings mostly the GPU's. With 0, step 1 builds everything.
+On an H100 (session 28), step 1 took 35 s instead of about 72, and the selftest kept every
+verdict."""
 
 BUILD_BESIDE_NICE = 10
 
@@ -713,6 +715,20 @@ class _WrongRun:
     uninspected: dict[int, LabResult]
 
 
+WRONG_LANES = 2
+"""Labs whose known-wrong submissions are graded at a time, each lab in a run of its own
+(_grade_together); KIT_SELFTEST_LANES overrides it (1: one lab after another, as before
+session 28)."""
+LANES_ENV = "KIT_SELFTEST_LANES"
+
+
+def _wrong_lanes() -> int:
+    try:
+        return max(1, int(os.environ.get(LANES_ENV, WRONG_LANES)))
+    except ValueError:
+        return WRONG_LANES
+
+
 PROGRESS_FILE = "selftest-progress.log"
 """In the build directory: a line per graded test of step 5 as it ends (seconds since the step
 began, lab, test, verdict, seconds it took), to see where a long or cut-off run spent its time."""
@@ -738,28 +754,32 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     perf tests. `built` is asked before the known-wrong runs: False (their build failed) leaves
     them out."""
     started = time.monotonic()
+    said = threading.Lock()  # the lanes' threads write to the progress file and `out`
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
-            progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
-                           f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
+            with said:
+                progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
+                               f"{test.status.value} {test.duration_s:.1f} "
+                               f"{test.reason[:60]!r}\n")
 
         def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
             began = time.monotonic()
             run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
-                         + ", ".join(f"{phase} {seconds:.0f}"
-                                     for phase, seconds in run.timings.items())
-                         + (f"; {settled} tests of steps already lost not run" if settled else "")
-                         + ")", out)
+            with said:
+                _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
+                             + ", ".join(f"{phase} {seconds:.0f}"
+                                         for phase, seconds in run.timings.items())
+                             + (f"; {settled} tests of steps already lost not run"
+                                if settled else "")
+                             + ")", out)
             return run
 
         stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
-        wrongs: list[tuple[Lab, _WrongRun]] = []
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
                 for lab in (labs if instructor and built() else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
@@ -769,7 +789,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                       runs[0][0] if runs else None)
         if instructor and beside is None:
             after_first(first)
-        for lab, subs in runs:
+
+        def wrongs_of(lab: Lab, subs: list[wrong.WrongSubmission]) -> tuple[Lab, _WrongRun]:
             if lab is beside:
                 after_first(first)
             targets = [dataclasses.replace(
@@ -781,8 +802,15 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
                         f"{lab.id}: {len(subs)} known-wrong submissions"
                         + (f", {len(again)} graded again without the inspection" if again else ""))
-            wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
-                                          dict(zip(again, run.labs[len(subs):])))))
+            return lab, _WrongRun(subs, run.labs[:len(subs)],
+                                  dict(zip(again, run.labs[len(subs):])))
+
+        # Two labs' runs at a time (WRONG_LANES): the GPU's lock (kitgrade.gpu_lock) still keeps
+        # each run's timed, counter and perf tests away from everything else, while one run's
+        # correctness tests fill the time the other's spend waiting out a hang or in its tail.
+        with ThreadPoolExecutor(max_workers=_wrong_lanes(), thread_name_prefix="wrongs") as pool:
+            wrongs = [future.result() for future in
+                      [pool.submit(wrongs_of, lab, subs) for lab, subs in runs]]
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,
