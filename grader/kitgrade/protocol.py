@@ -262,18 +262,15 @@ than its limit: the tool starts, and reports, in seconds."""
 
 
 def run_alone(binary: Path, test_id: str, seed: int, timeout_s: float, extra: Sequence[str],
-              prefix: Sequence[str], go: StartSignal | None = None
-              ) -> tuple[Outcome, int | None]:
+              prefix: Sequence[str]) -> tuple[Outcome, int | None]:
     """Runs one test in a process of its own, started through `prefix` (a command that runs the
     binary and exits with its own status, such as compute-sanitizer), and waits for that process
     to end: (the test's outcome, the process's exit status, None when it was killed at the time
     limit). The outcome comes from the authentic verdict, as for run_tests; the status is the
-    caller's to weigh. `go`: the process starts now and waits for it (StartSignal); when it is
-    cancelled (or the process ended before it), the outcome is meaningless and the caller runs
-    the test anew."""
+    caller's to weigh."""
     given: dict[str, Outcome] = {}
     blame, returncode = _run_process(binary, [test_id], seed, timeout_s, extra, given.setdefault,
-                                     prefix=prefix, go=go)
+                                     prefix=prefix)
     return given.get(test_id) or blame or Outcome(Status.CRASHED, "crashed: no result"), returncode
 
 

@@ -481,14 +481,9 @@ class _Lab:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
     def run_counted(self, spec: protocol.TestSpec, ncu_path: str | None,
-                    gpu_available: bool, early: _Early | None = None) -> None:
+                    gpu_available: bool) -> None:
         """Runs one counter test under Nsight Compute (`ncu_path`; None when it is missing, and
-        the test is not run, as it is without a GPU). `early`: its process, started ahead of
-        its turn (_start_early_counters), signalled to go now, or cancelled when the test is not
-        to run (then, or when it ended before its turn, it is judged here as without one)."""
-        runs = not (self.fail_fast and self.failed()) and not self.settled(spec.step)
-        if _take_turn(early, runs):
-            return
+        the test is not run, as it is without a GPU)."""
         if self.fail_fast and self.failed():
             outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
         elif self.settled(spec.step):
@@ -502,19 +497,7 @@ class _Lab:
             own = ncu.own_kernels(worker) if worker is not None else set()
             outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
                                         self.timeout, self.extra, own, self.target.lab.number)
-            assert outcome is not None  # only a process with a StartSignal is ever cancelled
         self.finish(spec, outcome)
-
-    def count_ahead(self, spec: protocol.TestSpec, ncu_path: str,
-                    signal: protocol.StartSignal) -> None:
-        """The thread of a counter test's process started ahead of its turn (run_counted)."""
-        worker = self.target.worker
-        own = ncu.own_kernels(worker) if worker is not None else set()
-        outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
-                                    self.timeout, self.extra, own, self.target.lab.number,
-                                    go=signal)
-        if outcome is not None:
-            self.finish(spec, outcome)
 
 
 def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: ResultCallback, *,
@@ -589,16 +572,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     sessions = min(options.jobs, SANITIZER_SESSIONS)
     early_timed: dict[int, _Early] = {}
 
-    early_counters: dict[tuple[int, str], _Early] = {}
-    ncu_path = ncu.find_ncu()
-
     def start_timed_early() -> None:
         # Once a correctness process has ended, every one has made its CUDA contexts (the driver
-        # makes them one at a time): each lab's timed process, and each counter test's (ncu
-        # starting with it), starts now and makes its own while the other correctness tests
-        # run, then waits for its turn.
+        # makes them one at a time): each lab's timed process starts now and makes its own while
+        # the other correctness tests run, then waits for its turn.
         early_timed.update(_start_early(graded, "timed", gpu_available))
-        early_counters.update(_start_early_counters(graded, ncu_path, gpu_available))
 
     if options.fail_fast:
         # kit.py mutate: a mutant's sanitizer tests wait for its correctness tests, which usually
@@ -635,13 +613,14 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
 
     # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
     # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
-    # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all: docs/instructors.md.)
-    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available,
-                                     early_counters.pop((id(lab), spec.id), None))
+    # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all; their processes
+    # started under ncu ahead of their turn, during the correctness tests, saved 0.68 s of this
+    # phase and 0.21 s in all, within the noise, with a test not passed in two of three such
+    # gradings, never found which: docs/instructors.md, session 28.)
+    ncu_path = ncu.find_ncu()
+    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
                    for lab in graded for spec in lab.pending((counters.KIND,))],
                   min(options.jobs, COUNTER_SESSIONS), finished, on_result)
-    for early in early_counters.values():  # tests judged since they started (none, today)
-        _take_turn(early, False)
     clock = _lap(timings, "counters", clock)
 
     for lab in graded:
@@ -933,9 +912,8 @@ def _gate_open(correctness: Sequence[TestResult]) -> bool:
     return all(t.status is Status.PASSED for t in correctness)
 
 
-EARLY_ENV = {"timed": "KIT_TIMED_EARLY", "perf": "KIT_PERF_EARLY",
-             counters.KIND: "KIT_COUNTERS_EARLY"}
-"""Set to 0, the timed (perf, counter) processes start at their turn instead of ahead of it."""
+EARLY_ENV = {"timed": "KIT_TIMED_EARLY", "perf": "KIT_PERF_EARLY"}
+"""Set to 0, the timed (perf) processes start at their turn instead of ahead of it."""
 _Early = tuple[protocol.StartSignal, threading.Thread]
 """A process started ahead of its turn: its signal and the thread that waits for its tests."""
 
@@ -963,33 +941,6 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         thread = threading.Thread(target=ahead, name=f"{kind} {lab.target.lab.id}", daemon=True)
         thread.start()
         early[id(lab)] = (signal, thread)
-    return early
-
-
-def _start_early_counters(labs: Sequence[_Lab], ncu_path: str | None,
-                          gpu_available: bool) -> dict[tuple[int, str], _Early]:
-    """Starts the process of each counter test to run, under ncu, waiting for its turn
-    (_Lab.run_counted gives it): {(id(lab), test id): (signal, thread)}. ncu's own start and
-    the process's CUDA contexts then overlap the correctness tests, which time nothing."""
-    if not gpu_available or ncu_path is None or \
-            os.environ.get(EARLY_ENV[counters.KIND], "1") == "0":
-        return {}
-    early = {}
-    for lab in labs:
-        if lab.fail_fast:
-            continue  # kit.py mutate: a mutant usually fails first, and its counters never run
-        for spec in lab.pending((counters.KIND,)):
-            signal = protocol.StartSignal()
-
-            def ahead(lab: _Lab = lab, spec: protocol.TestSpec = spec,
-                      signal: protocol.StartSignal = signal) -> None:
-                try:
-                    lab.count_ahead(spec, ncu_path, signal)
-                except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
-                    signal.cancel()
-            thread = threading.Thread(target=ahead, name=f"counter {spec.id}", daemon=True)
-            thread.start()
-            early[(id(lab), spec.id)] = (signal, thread)
     return early
 
 

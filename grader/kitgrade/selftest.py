@@ -58,7 +58,6 @@ import sys
 import time
 import tempfile
 import textwrap
-import threading
 import unittest
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -348,8 +347,7 @@ graders, the fake lab, the C++ unit tests), and the rest of the tree (the known-
 submissions, about two thirds of the compiler's time, the benchmarks and the documentation)
 builds niced beside steps 2 to 5, which wait for it before grading the known-wrong submissions:
 the build is the CPU's work, the gradings mostly the GPU's. With 0, step 1 builds everything.
-On an H100 (session 28), step 1 took 35 s instead of about 72, and the selftest kept every
-verdict."""
+On an H100 (session 28) step 1 took 35 s instead of about 72, and every verdict held."""
 
 BUILD_BESIDE_NICE = 10
 
@@ -715,20 +713,6 @@ class _WrongRun:
     uninspected: dict[int, LabResult]
 
 
-WRONG_LANES = 2
-"""Labs whose known-wrong submissions are graded at a time, each lab in a run of its own
-(_grade_together); KIT_SELFTEST_LANES overrides it (1: one lab after another, as before
-session 28)."""
-LANES_ENV = "KIT_SELFTEST_LANES"
-
-
-def _wrong_lanes() -> int:
-    try:
-        return max(1, int(os.environ.get(LANES_ENV, WRONG_LANES)))
-    except ValueError:
-        return WRONG_LANES
-
-
 PROGRESS_FILE = "selftest-progress.log"
 """In the build directory: a line per graded test of step 5 as it ends (seconds since the step
 began, lab, test, verdict, seconds it took), to see where a long or cut-off run spent its time."""
@@ -747,39 +731,37 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     (426 s with the stubs and references but without lab 02's two that hang, against 345 s for
     all of them as now): each submission's processes make their CUDA contexts, which the driver
     makes one at a time, and more of them at once only made each test's start slower (host
-    tests of 20 s). `after_first` is called with the first run's result (an instructor's copy)
+    tests of 20 s). Two labs' runs at a time (session 28, H100) did no better: labs 01 and 02
+    side by side took 72 s against 21 + 53 one after the other, and the selftest ran past
+    400 s. `after_first` is called with the first run's result (an instructor's copy)
     just before the known-wrong run that waits out hangs on purpose (a wrong.json entry with
     timeout_s; else the first): step 9's racecheck starts there, and its shared hold on the GPU's
     lock ends inside that run's long correctness phase instead of delaying a run's timed and
     perf tests. `built` is asked before the known-wrong runs: False (their build failed) leaves
     them out."""
     started = time.monotonic()
-    said = threading.Lock()  # the lanes' threads write to the progress file and `out`
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
-            with said:
-                progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
-                               f"{test.status.value} {test.duration_s:.1f} "
-                               f"{test.reason[:60]!r}\n")
+            progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
+                           f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
 
         def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
             began = time.monotonic()
             run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            with said:
-                _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
-                             + ", ".join(f"{phase} {seconds:.0f}"
-                                         for phase, seconds in run.timings.items())
-                             + (f"; {settled} tests of steps already lost not run"
-                                if settled else "")
-                             + ")", out)
+            _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
+                         + ", ".join(f"{phase} {seconds:.0f}"
+                                     for phase, seconds in run.timings.items())
+                         + (f"; {settled} tests of steps already lost not run" if settled else "")
+                         + ")", out)
             return run
 
         stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
+        wrongs: list[tuple[Lab, _WrongRun]] = []
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
                 for lab in (labs if instructor and built() else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
@@ -789,8 +771,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                       runs[0][0] if runs else None)
         if instructor and beside is None:
             after_first(first)
-
-        def wrongs_of(lab: Lab, subs: list[wrong.WrongSubmission]) -> tuple[Lab, _WrongRun]:
+        for lab, subs in runs:
             if lab is beside:
                 after_first(first)
             targets = [dataclasses.replace(
@@ -802,15 +783,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
                         f"{lab.id}: {len(subs)} known-wrong submissions"
                         + (f", {len(again)} graded again without the inspection" if again else ""))
-            return lab, _WrongRun(subs, run.labs[:len(subs)],
-                                  dict(zip(again, run.labs[len(subs):])))
-
-        # Two labs' runs at a time (WRONG_LANES): the GPU's lock (kitgrade.gpu_lock) still keeps
-        # each run's timed, counter and perf tests away from everything else, while one run's
-        # correctness tests fill the time the other's spend waiting out a hang or in its tail.
-        with ThreadPoolExecutor(max_workers=_wrong_lanes(), thread_name_prefix="wrongs") as pool:
-            wrongs = [future.result() for future in
-                      [pool.submit(wrongs_of, lab, subs) for lab, subs in runs]]
+            wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
+                                          dict(zip(again, run.labs[len(subs):])))))
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,

@@ -256,16 +256,14 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
                                f"{shlex.quote(str(FAKE_NCU))} \"$@\"\n")
             wrapper.chmod(0o755)
             args = Path(tmp) / "ncu-args"
-            targets = [runner.LabTarget(make_lab(lab), make_fake_binary(Path(tmp) / "bin", lab))
-                       for lab in ("01_alpha", "02_beta")
-                       if lab == "01_alpha" or "FAKE_TESTS_02_BETA" in env]
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"))
             values = {"FAKE_GPU": "1", "FAKE_TESTS": tests, "FAKE_KINDS": "gpu=counter",
                       "FAKE_PROPS": json.dumps(PROPS), "FAKE_NCU_ARGS": str(args), **env}
             with fake_env(**values), \
                     mock.patch.object(ncu, "find_ncu", return_value=str(wrapper) if ncu_found
                                       else None):
-                lab = runner.run(targets, runner.RunOptions(
-                    "student", 7, 2, 1.0 if len(targets) > 1 else None)).labs[0]
+                (lab,) = runner.run([target], runner.RunOptions("student", 7, 2)).labs
             self.ncu_args = args.read_text() if args.exists() else ""
         return lab
 
@@ -275,22 +273,6 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
         self.assertEqual(test.kind, "counter")
         self.assertIn("--target-processes all", self.ncu_args)
         self.assertIn(counters.FLAG, self.ncu_args)
-
-    def test_the_process_starts_ahead_during_the_correctness_tests(self) -> None:
-        # Once a correctness process has ended (alpha's), ncu and the counter test's process
-        # start and wait for their turn (--kit_wait_fd) while beta's test still runs (it hangs
-        # until its time limit): the verdicts are the same.
-        for sectors, status in ((64, Status.PASSED), (160, Status.FAILED)):
-            lab = self.grade(tests="", FAKE_TESTS_01_ALPHA="pass,gpu", FAKE_TESTS_02_BETA="hang",
-                             FAKE_NCU_LAUNCHES=launches(sectors, 64))
-            self.assertEqual([t.status for t in lab.tests], [Status.PASSED, status])
-            self.assertIn("--kit_wait_fd=", self.ncu_args)
-
-    def test_at_its_turn_when_told_so(self) -> None:
-        lab = self.grade(tests="", FAKE_TESTS_01_ALPHA="pass,gpu", FAKE_TESTS_02_BETA="hang",
-                         FAKE_NCU_LAUNCHES=launches(64, 64), KIT_COUNTERS_EARLY="0")
-        self.assertEqual([t.status for t in lab.tests], [Status.PASSED] * 2)
-        self.assertNotIn("--kit_wait_fd=", self.ncu_args)
 
     def test_excess_sectors_fail(self) -> None:
         (test,) = self.grade(FAKE_NCU_LAUNCHES=launches(160, 64)).tests
@@ -303,7 +285,7 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
         active, most = [0], [0]
         lock = threading.Lock()
 
-        def run_counted(lab, spec, ncu_path, gpu_available, early=None):
+        def run_counted(lab, spec, ncu_path, gpu_available):
             with lock:
                 active[0] += 1
                 most[0] = max(most[0], active[0])

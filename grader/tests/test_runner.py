@@ -314,13 +314,18 @@ class SettleTest(unittest.TestCase):
 
 
 class SettleGoesOnTest(unittest.TestCase):
-    """KIT_SETTLE_GOES_ON=1: a process whose failure settled a step goes on with the tests left
-    (one process, not two); a test of the settled step that runs on is cut at the grace."""
+    """By default (KIT_SETTLE_GOES_ON unset): a process whose failure settled a step goes on with
+    the tests left (one process, not two); a test of the settled step that runs on is cut at the
+    grace. KIT_SETTLE_GOES_ON=0 ends the process there and starts another."""
 
-    def run_lab(self, tests: str, timeout_s: float = 2) -> dict[str, TestResult]:
+    def run_lab(self, tests: str, timeout_s: float = 2, goes_on: str | None = None
+                ) -> dict[str, TestResult]:
         always = lambda failing: True  # noqa: E731
-        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_GPU="1", FAKE_TESTS=tests,
-                                                            KIT_SETTLE_GOES_ON="1"):
+        env = {} if goes_on is None else {"KIT_SETTLE_GOES_ON": goes_on}
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.dict(os.environ, {}), fake_env(FAKE_GPU="1", FAKE_TESTS=tests, **env):
+            if goes_on is None:
+                os.environ.pop("KIT_SETTLE_GOES_ON", None)  # the default, whatever the shell set
             target = runner.LabTarget(make_lab("01_alpha"),
                                       make_fake_binary(Path(tmp) / "bin", "01_alpha"),
                                       timeout_s=timeout_s,
@@ -337,6 +342,13 @@ class SettleGoesOnTest(unittest.TestCase):
         self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
         self.assertEqual(tests["Gpu.Works"].measurements.get("pid"),
                          tests["Host.Fails"].measurements.get("pid"))  # one process
+
+    def test_set_to_0_the_process_ends_and_another_starts(self) -> None:
+        tests = self.run_lab("fail,hidden,pass,gpu", goes_on="0")
+        self.assertIs(tests["Host.Fails"].status, Status.FAILED)
+        self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
+        self.assertNotEqual(tests["Gpu.Works"].measurements.get("pid"),
+                            tests["Host.Fails"].measurements.get("pid"))
 
     def test_a_settled_test_that_runs_on_ends_its_process_at_the_grace(self) -> None:
         with mock.patch.object(runner, "SETTLED_GRACE_S", 0.5):
