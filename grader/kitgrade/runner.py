@@ -75,7 +75,7 @@ process is ended and started again (the behaviour before session 28; an H100 sel
 this and the selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: instructors.md)."""
 
 SETTLED_GRACE_S = 2.0
-"""With SETTLE_ENV, how long a test of a settled step may run before its process is ended: a
+"""Unless SETTLE_ENV is 0, how long a test of a settled step may run before its process is ended: a
 mistake that hangs usually hangs every test of its step."""
 
 
@@ -615,8 +615,8 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
     # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all; their processes
     # started under ncu ahead of their turn, during the correctness tests, saved 0.68 s of this
-    # phase and 0.21 s in all, within the noise, with a test not passed in two of three such
-    # gradings, never found which: docs/instructors.md, session 28.)
+    # phase but cost 0.21 s in all (0.47 s in session 24), with a test not passed in two of three
+    # such gradings: docs/instructors.md.)
     ncu_path = ncu.find_ncu()
     _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
                    for lab in graded for spec in lab.pending((counters.KIND,))],
