@@ -123,6 +123,15 @@ int default_min_samples() {
   return full != nullptr && std::string(full) == "1" ? 0 : 7;
 }
 
+double default_clear_margin() {
+  constexpr double kDefault = 0.03;
+  const char* text = std::getenv("KIT_PERF_CLEAR_MARGIN");
+  if (text == nullptr || *text == '\0') return kDefault;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  return *end == '\0' && value >= 0.0 && value <= 0.5 ? value : kDefault;
+}
+
 SampledRatio sample_ratio(const std::function<double()>& sample, double threshold,
                           const TimingOptions& options) {
   const int batch = std::max(1, options.samples);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <utility>
@@ -134,6 +135,36 @@ TEST(SampleRatio, WithinTheMarginRunsAWholeBatchAndTheQuartilesDecide) {
   EXPECT_EQ(r.stop, kit::SampleStop::quartiles);
   EXPECT_EQ(s.calls, 21);
   EXPECT_EQ(r.stopped, "quartiles after 21 pairs");
+}
+
+TEST(SampleRatio, KitPerfClearMarginNarrowsTheMarginOfTheEarlyStop) {
+  // 1.015..1.035 at a bar of 1.0: its first 7 (1.015..1.027) are within the default 3% and clear
+  // of a 1% margin.
+  auto margin_with = [](const char* value) {
+    if (value != nullptr)
+      setenv("KIT_PERF_CLEAR_MARGIN", value, 1);
+    else
+      unsetenv("KIT_PERF_CLEAR_MARGIN");
+    const double margin = kit::TimingOptions{}.clear_margin;
+    unsetenv("KIT_PERF_CLEAR_MARGIN");
+    return margin;
+  };
+  EXPECT_EQ(margin_with(nullptr), 0.03);
+  EXPECT_EQ(margin_with("0.01"), 0.01);
+  for (const char* refused : {"", "abc", "0.01x", "-0.01", "0.6"})
+    EXPECT_EQ(margin_with(refused), 0.03) << "KIT_PERF_CLEAR_MARGIN=" << refused;
+
+  kit::TimingOptions narrow;
+  narrow.clear_margin = margin_with("0.01");
+  Stream s{[](int i) { return 1.025 + 0.001 * offset(i); }};
+  const auto r = kit::sample_ratio(s.sampler(), 1.0, narrow);
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.stop, kit::SampleStop::clear);
+  EXPECT_EQ(s.calls, 7);
+
+  Stream wide{[](int i) { return 1.025 + 0.001 * offset(i); }};
+  EXPECT_EQ(kit::sample_ratio(wide.sampler(), 1.0).stop, kit::SampleStop::quartiles);
+  EXPECT_EQ(wide.calls, 21);
 }
 
 TEST(SampleRatio, NearTheBarTheTightMedianDecidesAfterABatch) {
