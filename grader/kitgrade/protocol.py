@@ -223,7 +223,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
               extra: Sequence[str] = (), on_outcome: OutcomeCallback | None = None,
               stop: Callable[[Outcome], bool] | None = None,
               go: StartSignal | None = None,
-              abandon: Callable[[str, float], bool] | None = None) -> dict[str, Outcome]:
+              abandon: Callable[[str, float], bool] | None = None,
+              limit_of: Callable[[str], float] | None = None) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
@@ -232,7 +233,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     the tests after it unrun for the caller (a timeout: the caller runs the rest side by side;
     a failure, when failing fast). `go`: the first process starts at once and waits for it
     (StartSignal); cancelled, nothing is judged. `abandon(test_id, seconds)`, asked while a test
-    runs: True ends its process there, as a timeout would (_run_process)."""
+    runs: True ends its process there, as a timeout would (_run_process). `limit_of(test_id)`: a
+    test's own time limit where it is below `timeout_s` (_run_process)."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -244,7 +246,7 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     left = list(test_ids)
     while left:
         blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop, go=go,
-                                abandon=abandon)
+                                abandon=abandon, limit_of=limit_of)
         if go is not None and go.cancelled:
             break
         left = [t for t in left if t not in outcomes]
@@ -278,7 +280,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                  extra: Sequence[str], give: OutcomeCallback,
                  stop: Callable[[Outcome], bool] | None = None,
                  prefix: Sequence[str] = (), go: StartSignal | None = None,
-                 abandon: Callable[[str, float], bool] | None = None
+                 abandon: Callable[[str, float], bool] | None = None,
+                 limit_of: Callable[[str], float] | None = None
                  ) -> tuple[Outcome | None, int | None]:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
@@ -295,7 +298,12 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
     is killed and (None, None) returned.
 
     `abandon(test_id, seconds)` is asked about the test in flight and how long it has run: True
-    kills the process there, and that test is the one to blame (as at its time limit)."""
+    kills the process there, and that test is the one to blame (as at its time limit).
+
+    `limit_of(test_id)`, where it is below `timeout_s`, is that test's time limit, which the
+    runner enforces itself: a judge gets `timeout_s`, the limit of the process's other tests,
+    and so no grace is added (the kit's selftest gives the tests of the steps a known-wrong
+    submission must lose, which hang, a tighter limit than the others)."""
     nonce = secrets.token_hex(32).encode("ascii")
     with tempfile.TemporaryDirectory(prefix="kit-test-", ignore_cleanup_errors=True) as tmp:
         verdicts = Path(tmp) / "verdicts"
@@ -322,6 +330,12 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
 
         def in_flight() -> str:
             return next(t for t in test_ids if t not in judged)
+
+        def limit_now() -> tuple[float, float]:
+            """The test in flight's limit, and how long it may run before it is cut off."""
+            own = (limit_of(in_flight()) if limit_of is not None and judged != wanted
+                   else timeout_s)
+            return (own, own) if own < timeout_s else (timeout_s, limit)
 
         def collect() -> str | None:
             """Reads new verdict files; returns why one is not authentic (None: all are)."""
@@ -387,7 +401,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                     break
                 if returncode is not None:
                     break
-                if time.monotonic() - since > limit:
+                if time.monotonic() - since > limit_now()[1]:
                     break
                 if abandon is not None and judged != wanted and \
                         abandon(in_flight(), time.monotonic() - since):
@@ -406,7 +420,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             return None, returncode
         if forged is None and last_broke and returncode == CONTEXT_LOST_EXIT:
             return None, returncode
-        outcome = judge(in_flight(), returncode, None, _tail(log, in_flight()), timeout_s, forged)
+        outcome = judge(in_flight(), returncode, None, _tail(log, in_flight()), limit_now()[0],
+                        forged)
         outcome.duration_s = time.monotonic() - since
         return outcome, returncode
 

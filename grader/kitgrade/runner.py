@@ -111,14 +111,21 @@ class LabTarget:
     what the judge/worker split stops without that layer."""
 
     timeout_s: float | None = None
-    """The time limit of each test of this target, instead of RunOptions.timeout_s or the lab's:
-    only the kit's own selftest sets it, for a known-wrong submission that hangs on purpose
-    (wrong.json's "timeout_s")."""
+    """The time limit of each test of this target (of `limited_steps`), instead of
+    RunOptions.timeout_s or the lab's: only the kit's own selftest sets it, for a known-wrong
+    submission that hangs on purpose (wrong.json's "timeout_s")."""
 
     alone_timeout_s: float | None = None
-    """The time limit of each of its timed and perf tests, which run with nothing else on the
-    GPU, instead of timeout_s: only the kit's selftest sets it, for a known-wrong submission
-    whose timed or perf test hangs on purpose (wrong.json's "alone_timeout_s")."""
+    """The time limit of each of its timed and perf tests (of `limited_steps`), which run with
+    nothing else on the GPU, instead of timeout_s: only the kit's selftest sets it, for a
+    known-wrong submission whose timed or perf test hangs on purpose (wrong.json's
+    "alone_timeout_s")."""
+
+    limited_steps: frozenset[str] | None = None
+    """The steps whose tests get timeout_s and alone_timeout_s (None: every step's); the others
+    keep RunOptions.timeout_s or the lab's. The selftest names the steps a known-wrong submission
+    must lose, where it hangs: a test of a step it keeps may take long beside the hangs, and must
+    not lose its points for that."""
 
     settle: Settle | None = field(default=None, compare=False)
     """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
@@ -339,6 +346,7 @@ class _Lab:
     result: LabResult
     listing: list[protocol.TestSpec]
     timeout: float
+    """The run's time limit of a test, or the lab's (limit() gives each test's own)."""
     extra: list[str]
     deliver: Callable[[TestResult], None]
     seed: int = 0
@@ -362,6 +370,18 @@ class _Lab:
             self.delivered.add(spec.id)
             self.deliver(self.by_id[spec.id])
 
+    def limit(self, spec: protocol.TestSpec) -> float:
+        """The time limit of `spec`: its target's own (LabTarget.timeout_s, alone_timeout_s for a
+        timed or perf test) where its step is limited (LabTarget.limited_steps), else the run's
+        or the lab's (`timeout`)."""
+        target = self.target
+        if target.limited_steps is None or spec.step in target.limited_steps:
+            if spec.kind in ALONE_KINDS and target.alone_timeout_s is not None:
+                return target.alone_timeout_s
+            if target.timeout_s is not None:
+                return target.timeout_s
+        return self.timeout
+
     def run_sanitized(self, spec: protocol.TestSpec, tool: str | None, gpu_available: bool) -> None:
         """Runs one sanitizer test under its tool (`tool`: compute-sanitizer's path; None when it
         is missing, and the test is not run, as it is without a GPU)."""
@@ -373,7 +393,7 @@ class _Lab:
             outcome = protocol.Outcome(Status.NOT_RUN, sanitizer.NOT_FOUND_REASON)
         else:
             outcome = sanitizer.run_test(tool, spec.kind, self.target.binary, spec.id, self.seed,
-                                         self.timeout, self.extra, self.target.lab.number,
+                                         self.limit(spec), self.extra, self.target.lab.number,
                                          self.target.worker)
         self.finish(spec, outcome)
 
@@ -456,13 +476,12 @@ class _Lab:
         def abandon(test_id: str, seconds: float) -> bool:
             return seconds > SETTLED_GRACE_S and self.settled(by_id[test_id].step)
 
-        timeout = self.timeout
-        alone = self.target.alone_timeout_s
-        if alone is not None and all(s.kind in ALONE_KINDS for s in specs):
-            timeout = alone
-        protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed, timeout,
-                           self.extra, record, stop=stop, go=go,
-                           abandon=abandon if goes_on else None)
+        # Each test's own limit; the judge gets the longest, and the runner cuts a test with a
+        # shorter one off itself (protocol._run_process).
+        limits = {s.id: self.limit(s) for s in specs}
+        protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed,
+                           max(limits.values()), self.extra, record, stop=stop, go=go,
+                           abandon=abandon if goes_on else None, limit_of=limits.__getitem__)
         if go is not None and go.cancelled:
             return
         left = [s for s in specs if s.id not in self.by_id]
@@ -496,7 +515,8 @@ class _Lab:
             worker = self.target.worker
             own = ncu.own_kernels(worker) if worker is not None else set()
             outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
-                                        self.timeout, self.extra, own, self.target.lab.number)
+                                        self.limit(spec), self.extra, own,
+                                        self.target.lab.number)
         self.finish(spec, outcome)
 
 
@@ -869,7 +889,7 @@ def _prepare(target: LabTarget, options: RunOptions,
     except protocol.ProtocolError as err:
         result.error = f"could not list tests of {target.binary}: {err}"
         return result
-    graded = _Lab(target, result, listing, target.timeout_s or options.timeout_s or lab.timeout_s,
+    graded = _Lab(target, result, listing, options.timeout_s or lab.timeout_s,
                   target.judge_args(variant), deliver, seed=options.seed,
                   fail_fast=options.fail_fast)
 

@@ -73,14 +73,16 @@ class WrongSubmission:
     the mistake the pattern of wrong elements names."""
 
     timeout_s: float | None = None
-    """The time limit of each of its tests in the selftest, instead of the lab's: for a mistake
-    that hangs on purpose, so that each of its hanging tests does not cost the lab's whole limit
-    (students are graded with the lab's)."""
+    """The time limit of each test of the steps it loses (`loses`) in the selftest, instead of
+    the lab's: for a mistake that hangs on purpose, so that each of its hanging tests does not
+    cost the lab's whole limit (students are graded with the lab's). The tests of the steps it
+    keeps keep the lab's limit: beside its hangs they may run long, and must still pass."""
 
     alone_timeout_s: float | None = None
-    """The time limit of each of its timed and perf tests in the selftest, instead of timeout_s
-    or the lab's: those run with nothing else on the GPU, so a tighter limit cuts a hang in one
-    of them short without risking a slow, healthy test beside other submissions' hangs."""
+    """The time limit of each of its timed and perf tests of the steps it loses in the selftest,
+    instead of timeout_s or the lab's: those run with nothing else on the GPU, so a tighter
+    limit cuts a hang in one of them short without risking a slow, healthy test beside other
+    submissions' hangs."""
 
     @property
     def is_attack(self) -> bool:

@@ -26,6 +26,7 @@ Environment:
     FAKE_LOG              append "start|end <id> <monotonic time>" lines to this file
     FAKE_HIDDEN           comma-separated keys of TESTS listed with "hidden": true (KIT_HIDDEN_TEST)
     FAKE_PERF_RATIO       ratio the perf test measures (default 0.91; threshold 0.60)
+    FAKE_PASS_SLEEP_S     seconds the "pass" test sleeps before it passes (default 0)
 
 The sanitizer tests (kinds memcheck, racecheck) are offered only when FAKE_TESTS names them; the
 runner runs them under compute-sanitizer (fake_sanitizer.py in the tests).
@@ -164,6 +165,7 @@ def run(key: str, test_id: str) -> tuple[str, list[str], dict[str, str]]:
     if kind_of(key) == "counter" and not COUNTERS_PROFILED:
         return "SKIPPED", [], {**props, "not_run": "counters are read only under Nsight Compute"}
     if key in ("pass", "hidden"):
+        time.sleep(float(os.environ.get("FAKE_PASS_SLEEP_S", "0")) if key == "pass" else 0)
         return "COMPLETED", [], props
     if key == "fail":
         return "COMPLETED", [FAILURE], props
