@@ -58,6 +58,7 @@ import sys
 import time
 import tempfile
 import textwrap
+import threading
 import unittest
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -239,7 +240,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         return _finish(tally, out)
     tally.add(True, "the stubs' and solutions' graders build (the rest beside steps 2 to 5)"
               if beside else "the kit builds", out)
-    rest = _RestOfBuild(root, build_dir) if beside else None
+    rest = (_RestOfBuild(root, build_dir, _wrong_parts(root, labs, instructor)) if beside
+            else None)
     # The student edition builds and tests itself beside the steps below, niced: its CPU work
     # overlaps theirs, which is mostly the GPU's, and the GPU's lock (kitgrade.gpu_lock) keeps its
     # tests away from the timed and perf tests here, and these away from its.
@@ -260,6 +262,11 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     first part: `rest` is the rest, waited for before the known-wrong submissions)."""
     def rest_built() -> bool:
         return rest is None or rest.finish(tally, out)
+
+    def lab_built(lab: Lab) -> bool:
+        """Before a lab's known-wrong run: its part of the build; a failed part is a failed
+        check (counted once, with the whole build) and leaves the run out."""
+        return rest is None or rest.lab_built(lab.id) or rest_built()
 
     bin_dir = build_dir / "bin"
     gpu_needed = args.require_gpu
@@ -286,7 +293,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
                              lambda first: races.append(
                                  _Racecheck.start(root, labs, build_dir, first, only)),
-                             rest_built)
+                             lab_built)
 
     _section(out, "Every stub fails its correctness steps")
     stubs = graded.stubs
@@ -345,9 +352,12 @@ BUILD_BESIDE_ENV = "KIT_SELFTEST_BUILD_BESIDE"
 """Unless set to 0, step 1 builds only what the first grading needs (the stubs' and solutions'
 graders, the fake lab, the C++ unit tests), and the rest of the tree (the known-wrong
 submissions, about two thirds of the compiler's time, the benchmarks and the documentation)
-builds niced beside steps 2 to 5, which wait for it before grading the known-wrong submissions:
-the build is the CPU's work, the gradings mostly the GPU's. With 0, step 1 builds everything.
-On an H100 (session 28) step 1 took 35 s instead of about 72, and every verdict held."""
+builds niced beside steps 2 to 5: the build is the CPU's work, the gradings mostly the GPU's.
+It builds each lab's known-wrong submissions in turn, in the order step 5 grades them, and each
+lab's run waits for its own part only (_RestOfBuild). With 0, step 1 builds everything. On an
+H100 (session 28) step 1 took 35 s instead of about 72, and every verdict held; the known-wrong
+runs then waited about 10 s for the whole rest of the build, which the parts by lab are to save
+(not yet run on a GPU)."""
 
 BUILD_BESIDE_NICE = 10
 
@@ -364,33 +374,63 @@ def _first_targets(root: Path, labs: Sequence[Lab], instructor: bool) -> list[st
 
 
 class _RestOfBuild:
-    """The rest of the tree's build (BUILD_BESIDE_ENV), in a thread of its own from now on."""
+    """The rest of the tree's build (BUILD_BESIDE_ENV), in a thread of its own from now on: each
+    lab's known-wrong submissions in turn (`parts`: lab id and targets, in the order they are
+    graded), so that a lab's run waits only for its own, then everything else ("all": the
+    benchmarks, the documentation)."""
 
-    def __init__(self, root: Path, build_dir: Path) -> None:
-        background = ThreadPoolExecutor(max_workers=1)
-        self.done: Future[str | None] = background.submit(self._build, root, build_dir)
-        background.shutdown(wait=False)
+    ALL = ""
+    """The key of the last part, the whole tree."""
+
+    def __init__(self, root: Path, build_dir: Path,
+                 parts: Sequence[tuple[str, list[str]]] = ()) -> None:
+        self.parts: dict[str, Future[str | None]] = {
+            key: Future() for key in [key for key, _ in parts] + [self.ALL]}
+        order = [*parts, (self.ALL, ["all"])]
+        thread = threading.Thread(target=self._build, args=(root, build_dir, order),
+                                  name="rest of the build", daemon=True)
+        thread.start()
         self.told: bool | None = None
 
-    @staticmethod
-    def _build(root: Path, build_dir: Path) -> str | None:
-        """None when the whole tree built; else what went wrong, with the build's last lines."""
-        try:
-            ensure_built(root, build_dir, ["all"], out=io.StringIO(), quiet=True,
-                         nice=BUILD_BESIDE_NICE)
-        except BuildError as err:
-            return f"{err}\n{err.output}"
-        return None
+    def _build(self, root: Path, build_dir: Path,
+               order: Sequence[tuple[str, list[str]]]) -> None:
+        """Each part's future: None when it built; else what went wrong, with the build's last
+        lines. A part that fails leaves the next ones to be tried."""
+        for key, targets in order:
+            try:
+                ensure_built(root, build_dir, targets, out=io.StringIO(), quiet=True,
+                             nice=BUILD_BESIDE_NICE)
+            except BuildError as err:
+                self.parts[key].set_result(f"{err}\n{err.output}")
+            except BaseException as err:  # noqa: BLE001 - every waiter must wake up
+                self.parts[key].set_result(f"the build raised {err!r}")
+            else:
+                self.parts[key].set_result(None)
+
+    def lab_built(self, lab_id: str) -> bool:
+        """Waits for the part of `lab_id`'s known-wrong submissions (the whole tree for a lab
+        without a part of its own). True: built."""
+        return self.parts.get(lab_id, self.parts[self.ALL]).result() is None
 
     def finish(self, tally: Tally, out: TextIO) -> bool:
-        """Waits for the build; the first call counts it and says how it went. True: built."""
+        """Waits for the whole build; the first call counts it and says how it went. True:
+        built."""
         if self.told is None:
-            problem = self.done.result()
-            if problem is not None:
+            problems = [problem for problem in (f.result() for f in self.parts.values())
+                        if problem is not None]
+            for problem in problems[:1]:
                 out.write(f"  build failed: {problem}\n")
-            tally.add(problem is None, "the whole tree builds (beside steps 2 to 5)", out)
-            self.told = problem is None
+            tally.add(not problems, "the whole tree builds (beside steps 2 to 5)", out)
+            self.told = not problems
         return self.told
+
+
+def _wrong_parts(root: Path, labs: Sequence[Lab], instructor: bool) -> list[tuple[str, list[str]]]:
+    """Each lab's known-wrong submissions' targets, in the order step 5 grades them."""
+    if not instructor:
+        return []
+    return [(lab.id, [f"wrong_{lab.id}_{sub.name}" for sub in subs])
+            for lab in labs if (subs := wrong.load(root, lab))]
 
 
 def _skipped(tally: Tally, what: str, out: TextIO) -> None:
@@ -721,7 +761,7 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO,
                     after_first: Callable[[RunResult], None] = lambda _: None,
-                    built: Callable[[], bool] = lambda: True) -> _Together:
+                    built: Callable[[Lab], bool] = lambda _: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
     would be: the correctness tests of a run side by side, then each one's timed, counter and
@@ -737,8 +777,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     just before the known-wrong run that waits out hangs on purpose (a wrong.json entry with
     timeout_s; else the first): step 9's racecheck starts there, and its shared hold on the GPU's
     lock ends inside that run's long correctness phase instead of delaying a run's timed and
-    perf tests. `built` is asked before the known-wrong runs: False (their build failed) leaves
-    them out."""
+    perf tests. `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
+    part of the build): False (its build failed) leaves the run out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -763,7 +803,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
         wrongs: list[tuple[Lab, _WrongRun]] = []
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
-                for lab in (labs if instructor and built() else [])]
+                for lab in (labs if instructor else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
         # Beside the run that waits out hangs on purpose (an entry with timeout_s), whose
         # correctness phase is the longest; else beside the first.
@@ -774,6 +814,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         for lab, subs in runs:
             if lab is beside:
                 after_first(first)
+            if not built(lab):
+                continue
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
                            timeout_s=sub.timeout_s, alone_timeout_s=sub.alone_timeout_s,

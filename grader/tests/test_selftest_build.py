@@ -1,16 +1,20 @@
 """The selftest builds what its first grading needs, then the rest of the tree in a thread beside
-the next steps, and counts that build once (unless KIT_SELFTEST_BUILD_BESIDE=0)."""
+the next steps, each lab's known-wrong submissions first, in the order they are graded, and
+counts that build once (unless KIT_SELFTEST_BUILD_BESIDE=0)."""
 
 from __future__ import annotations
 
 import io
+import tempfile
 import threading
 import unittest
 from pathlib import Path
 from unittest import mock
 
-from kitgrade import selftest
+from kitgrade import selftest, wrong
 from kitgrade.build import BuildError
+from kitgrade.manifest import load_manifest
+from kitgrade.model import LabResult, RunResult
 
 from .support import make_lab
 
@@ -38,36 +42,91 @@ class FirstTargetsTest(unittest.TestCase):
 
 
 class RestOfBuildTest(unittest.TestCase):
-    def test_it_builds_everything_niced_in_the_background_and_is_counted_once(self) -> None:
+    def test_each_labs_part_then_everything_niced_in_the_background_counted_once(self) -> None:
         release = threading.Event()
         calls = []
 
         def fake_build(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
             calls.append((list(targets), kwargs.get("nice")))
-            release.wait(5)
+            if targets == ["all"]:
+                release.wait(5)
 
+        parts = [("01_alpha", ["wrong_01_alpha_a", "wrong_01_alpha_b"]),
+                 ("02_beta", ["wrong_02_beta_a"])]
         with mock.patch.object(selftest, "ensure_built", fake_build):
-            rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"))
-            self.assertFalse(rest.done.done())  # still building: the caller goes on meanwhile
+            rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"), parts)
+            # A lab's part is waited for alone, while the rest of the tree still builds.
+            self.assertTrue(rest.lab_built("01_alpha"))
+            self.assertTrue(rest.lab_built("02_beta"))
+            self.assertFalse(rest.parts[rest.ALL].done())
             release.set()
             tally, out = selftest.Tally(), io.StringIO()
             self.assertTrue(rest.finish(tally, out))
             self.assertTrue(rest.finish(tally, out))
-        self.assertEqual(calls, [(["all"], selftest.BUILD_BESIDE_NICE)])
+            self.assertTrue(rest.lab_built("03_gamma"))  # no part of its own: the whole tree
+        nice = selftest.BUILD_BESIDE_NICE
+        self.assertEqual(calls, [(parts[0][1], nice), (parts[1][1], nice), (["all"], nice)])
         self.assertEqual((tally.passed, tally.failed), (1, 0))
 
-    def test_a_failed_build_is_one_failed_check_with_its_output(self) -> None:
+    def test_a_failed_part_is_one_failed_check_with_its_output(self) -> None:
         def failing(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
-            raise BuildError("`cmake --build` exited with code 1", output="bench.cu:3: error\n")
+            if targets != ["wrong_02_beta_a"]:
+                raise BuildError("`cmake --build` exited with code 1",
+                                 output="bench.cu:3: error\n")
 
+        parts = [("01_alpha", ["wrong_01_alpha_a"]), ("02_beta", ["wrong_02_beta_a"])]
         with mock.patch.object(selftest, "ensure_built", failing):
-            rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"))
+            rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"), parts)
+            self.assertFalse(rest.lab_built("01_alpha"))
+            self.assertTrue(rest.lab_built("02_beta"))  # the parts after a failed one are tried
             tally, out = selftest.Tally(), io.StringIO()
             self.assertFalse(rest.finish(tally, out))
             self.assertFalse(rest.finish(tally, out))
         self.assertEqual((tally.passed, tally.failed), (0, 1))
-        self.assertIn("bench.cu:3: error", out.getvalue())
+        self.assertEqual(out.getvalue().count("bench.cu:3: error"), 1)
 
+    def test_the_parts_are_the_labs_known_wrong_submissions_in_order(self) -> None:
+        labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
+        parts = selftest._wrong_parts(ROOT, labs, instructor=True)
+        with_wrongs = [lab.id for lab in labs if selftest.wrong.load(ROOT, lab)]
+        self.assertEqual([key for key, _ in parts], with_wrongs)
+        for key, targets in parts:
+            self.assertTrue(targets and all(t.startswith(f"wrong_{key}_") for t in targets))
+        self.assertEqual(selftest._wrong_parts(ROOT, labs, instructor=False), [])
+
+
+
+class GradeTogetherBuiltTest(unittest.TestCase):
+    def test_each_labs_run_waits_for_its_own_build_and_a_failed_one_is_left_out(self) -> None:
+        labs = [make_lab(f"0{n}_lab{n}") for n in (1, 2, 3)]
+        asked, graded, racecheck = [], [], []
+
+        def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
+            graded.append(sorted({t.lab.id for t in targets if "wrong" in t.binary.name}))
+            return RunResult(1, "student", {}, "now", [
+                LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
+
+        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
+            return selftest.runner.LabTarget(
+                lab, Path("/nonexistent") / (f"wrong {wrong}" if wrong else variant))
+
+        def fake_load(root, lab):  # type: ignore[no-untyped-def]
+            return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg")]
+
+        def built(lab):  # type: ignore[no-untyped-def]
+            asked.append(lab.id)
+            return lab.id != "02_lab2"
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest.runner, "run", fake_run), \
+                mock.patch.object(selftest.runner, "lab_target", fake_target), \
+                mock.patch.object(selftest.wrong, "load", fake_load):
+            together = selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None,
+                                                io.StringIO(), racecheck.append, built)
+        self.assertEqual(asked, ["01_lab1", "02_lab2", "03_lab3"])
+        self.assertEqual(graded, [[], ["01_lab1"], ["03_lab3"]])  # stubs and references first
+        self.assertEqual([lab.id for lab, _ in together.wrongs], ["01_lab1", "03_lab3"])
+        self.assertEqual(len(racecheck), 1)
 
 if __name__ == "__main__":
     unittest.main()
