@@ -426,11 +426,18 @@ class _RestOfBuild:
 
 
 def _wrong_parts(root: Path, labs: Sequence[Lab], instructor: bool) -> list[tuple[str, list[str]]]:
-    """Each lab's known-wrong submissions' targets, in the order step 5 grades them."""
-    if not instructor:
-        return []
-    return [(lab.id, [f"wrong_{lab.id}_{sub.name}" for sub in subs])
-            for lab in labs if (subs := wrong.load(root, lab))]
+    """Each lab's known-wrong submissions' targets, in the order step 5 grades them. A lab whose
+    wrong.json cannot be read has none (its run, if any, waits for the whole tree; step 2's
+    check says what is wrong with the file)."""
+    parts = []
+    for lab in labs if instructor else []:
+        try:
+            subs = wrong.load(root, lab)
+        except wrong.WrongError:
+            continue
+        if subs:
+            parts.append((lab.id, [f"wrong_{lab.id}_{sub.name}" for sub in subs]))
+    return parts
 
 
 def _skipped(tally: Tally, what: str, out: TextIO) -> None:

@@ -93,6 +93,8 @@ class RestOfBuildTest(unittest.TestCase):
         for key, targets in parts:
             self.assertTrue(targets and all(t.startswith(f"wrong_{key}_") for t in targets))
         self.assertEqual(selftest._wrong_parts(ROOT, labs, instructor=False), [])
+        with mock.patch.object(selftest.wrong, "load", side_effect=wrong.WrongError("bad")):
+            self.assertEqual(selftest._wrong_parts(ROOT, labs, instructor=True), [])
 
 
 
