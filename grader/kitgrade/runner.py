@@ -111,21 +111,17 @@ class LabTarget:
     what the judge/worker split stops without that layer."""
 
     timeout_s: float | None = None
-    """The time limit of each test of this target (of `limited_steps`), instead of
+    """The time limit of each test of this target (with a `settle`, of the steps it names: the
+    steps a known-wrong submission must lose, where it hangs; a test of a step it keeps may take
+    long beside the hangs, and keeps RunOptions.timeout_s or the lab's), instead of
     RunOptions.timeout_s or the lab's: only the kit's own selftest sets it, for a known-wrong
     submission that hangs on purpose (wrong.json's "timeout_s")."""
 
     alone_timeout_s: float | None = None
-    """The time limit of each of its timed and perf tests (of `limited_steps`), which run with
-    nothing else on the GPU, instead of timeout_s: only the kit's selftest sets it, for a
-    known-wrong submission whose timed or perf test hangs on purpose (wrong.json's
+    """The time limit of each of its timed and perf tests (of the same steps as timeout_s), which
+    run with nothing else on the GPU, instead of timeout_s: only the kit's selftest sets it, for
+    a known-wrong submission whose timed or perf test hangs on purpose (wrong.json's
     "alone_timeout_s")."""
-
-    limited_steps: frozenset[str] | None = None
-    """The steps whose tests get timeout_s and alone_timeout_s (None: every step's); the others
-    keep RunOptions.timeout_s or the lab's. The selftest names the steps a known-wrong submission
-    must lose, where it hangs: a test of a step it keeps may take long beside the hangs, and must
-    not lose its points for that."""
 
     settle: Settle | None = field(default=None, compare=False)
     """Only the kit's own selftest sets it, for a known-wrong submission (see Settle)."""
@@ -372,10 +368,10 @@ class _Lab:
 
     def limit(self, spec: protocol.TestSpec) -> float:
         """The time limit of `spec`: its target's own (LabTarget.timeout_s, alone_timeout_s for a
-        timed or perf test) where its step is limited (LabTarget.limited_steps), else the run's
-        or the lab's (`timeout`)."""
+        timed or perf test), for a target with a Settle only in the steps it names, else the
+        run's or the lab's (`timeout`)."""
         target = self.target
-        if target.limited_steps is None or spec.step in target.limited_steps:
+        if target.settle is None or spec.step in target.settle.steps:
             if spec.kind in ALONE_KINDS and target.alone_timeout_s is not None:
                 return target.alone_timeout_s
             if target.timeout_s is not None:

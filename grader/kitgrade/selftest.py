@@ -826,7 +826,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
                            timeout_s=sub.timeout_s, alone_timeout_s=sub.alone_timeout_s,
-                           limited_steps=frozenset(sub.loses), settle=_settle(sub))
+                           settle=_settle(sub))
                        for sub in subs]
             again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
             run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],

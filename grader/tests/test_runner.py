@@ -679,14 +679,15 @@ class TargetTimeLimitTest(unittest.TestCase):
         self.assertEqual({t.reason for t in hung}, {"timed out after 1 s"})
         self.assertLess(time.monotonic() - start, 10.0)
 
-    def test_only_the_limited_steps_get_the_targets_limit(self) -> None:
+    def test_only_the_settled_steps_get_the_targets_limit(self) -> None:
         # The selftest's known-wrong submission that hangs: the steps it loses (here alpha.3,
         # the hang's) get its tight limit, cut off by the runner in a process whose judge has
         # the run's; a slow test of a step it keeps (alpha.1, 1.6 s) keeps the run's limit.
         tmp = Path(tempfile.mkdtemp())
         self.addCleanup(shutil.rmtree, tmp)
         target = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(tmp, "01_alpha"),
-                                  timeout_s=1.0, limited_steps=frozenset({"alpha.3"}))
+                                  timeout_s=1.0, settle=runner.Settle(
+                                      frozenset({"alpha.3"}), lambda failing: False))
         start = time.monotonic()
         with fake_env(FAKE_TESTS="pass,hang", FAKE_PASS_SLEEP_S="1.6"):
             (lab,) = runner.run([target], runner.RunOptions("student", 1, 1, 30.0)).labs
