@@ -124,7 +124,7 @@ int default_min_samples() {
 }
 
 double default_clear_margin() {
-  constexpr double kDefault = 0.03;
+  constexpr double kDefault = 0.01;
   const char* text = std::getenv("KIT_PERF_CLEAR_MARGIN");
   if (text == nullptr || *text == '\0') return kDefault;
   char* end = nullptr;
