@@ -6,8 +6,7 @@ What it proves, in order:
 2. ``kit.py check`` finds no problem: TODO ids, tests per step, threshold keys, sanitizer and
    racecheck filters, known-wrong edits, labs.json against the folders and pages, and the
    handouts' generated tables agree (kitgrade.check);
-3. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
-   check included;
+3. the unit tests of common/ (C++) pass;
 4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
    and a grader binary refuses to write a verdict without the runner's key;
@@ -23,19 +22,22 @@ What it proves, in order:
    known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 9. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests
-   (these runs start beside step 5's grading of the known-wrong submissions that hang on
-   purpose, holding the GPU's lock shared);
-10. the documentation site builds without a warning, every figure its pages show is in it
+   (these runs start beside step 5's gradings, half beside the known-wrong submissions that
+   hang on purpose and half beside the lab graded before them, holding the GPU's lock shared);
+10. the unit tests of this grader (Python) pass, the stub/solution region check included (they
+    start before the build and run beside steps 1 to 9, mostly waiting on the child processes
+    they start; read here, nothing waits for them);
+11. the documentation site builds without a warning, every figure its pages show is in it
     (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
-11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
+12. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it). The release is
-    written right after the build, and its test command runs beside steps 2 to 10 (the GPU's
+    written right after the build, and its test command runs beside steps 2 to 11 (the GPU's
     lock, kitgrade.gpu_lock, keeps the two gradings' timed and perf tests apart); its verdict is
     read at the end.
 
-In a student edition there is nothing to prove for 4, 7-9 and 11 (no fake lab, solutions,
+In a student edition there is nothing to prove for 4, 7-9 and 12 (no fake lab, solutions,
 known-wrong submissions or release command): it runs 1-3, 5-6 (every stub compiles and fails,
-and every grader lists its tests) and the documentation check.
+and every grader lists its tests), the Python unit tests and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. So are the counter tests
@@ -129,7 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="grade only these labs in steps 5-9 (default: all); to split a long "
                              "run, e.g. on a machine that limits how long one command may take")
     parser.add_argument("--skip-edition", action="store_true",
-                        help="leave out step 11 (the student edition and its own test command, "
+                        help="leave out step 12 (the student edition and its own test command, "
                              "the longest step): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
     parser.add_argument("--skip-shared", action="store_true",
@@ -251,6 +253,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         return _after_build(root, build_dir, labs, args, seed, instructor, edition, unit_tests,
                             rest, tally, out)
     finally:
+        unit_tests.kill()
         if edition is not None:
             edition.kill()
 
@@ -273,12 +276,19 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     _section(out, "Consistency (kit.py check)")
     _consistency(root, build_dir, tally, out)
 
-    _section(out, "Unit tests (the Python ones ran during the build)")
+    _section(out, "C++ unit tests (the Python ones run beside the steps up to 9)")
     if args.skip_shared:
-        _skipped(tally, "the unit tests", out)
+        _skipped(tally, "the C++ unit tests", out)
     else:
         _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
-        _python_unit_tests(unit_tests, tally, out)
+
+    def python_unit_tests() -> None:
+        """Read late: they take about 47 s beside the build on 16 cores, 12 s after it."""
+        _section(out, "Python unit tests of the grader (they ran beside the steps before)")
+        if args.skip_shared:
+            _skipped(tally, "the Python unit tests", out)
+        else:
+            _python_unit_tests(unit_tests, tally, out)
 
     if (bin_dir / "kit_fake_lab").is_file():
         _section(out, "Faults get verdicts (fake lab)")
@@ -291,8 +301,8 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     only = set(args.wrong) if args.wrong else None
     races: list[_Racecheck] = []  # step 9's runs, started beside the known-wrong gradings
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
-                             lambda first: races.append(
-                                 _Racecheck.start(root, labs, build_dir, first, only)),
+                             lambda first, part, parts: races.append(_Racecheck.start(
+                                 root, labs, build_dir, first, only, part, parts)),
                              lab_built)
 
     _section(out, "Every stub fails its correctness steps")
@@ -308,6 +318,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
                   out)
 
     if not instructor:
+        python_unit_tests()
         _section(out, "Documentation site")
         rest_built()
         _docs(root, build_dir, args.require_docs, tally, out)
@@ -335,6 +346,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     for race in races:
         race.finish(gpu_needed, tally, out)
 
+    python_unit_tests()
     _section(out, "Documentation site")
     rest_built()
     _docs(root, build_dir, args.require_docs, tally, out)
@@ -573,6 +585,7 @@ def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
 
 
 UNIT_SHARDS = 8
+UNIT_NICE = 10
 """The grader's Python unit tests run in up to this many processes (one per core at most)."""
 
 
@@ -584,19 +597,23 @@ class _UnitTests:
     children: list[tuple[subprocess.Popen, Path]]
 
     def kill(self) -> None:
+        """Ends those still running (a selftest that stops early)."""
         for child, report in self.children:
-            child.kill()
-            child.communicate()
+            if child.returncode is None:
+                child.kill()
+                child.communicate()
             report.unlink(missing_ok=True)
 
 
 def _start_python_unit_tests(root: Path, report: Path) -> _UnitTests:
-    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes, to run
-    while the kit builds (they need no build); _python_unit_tests reads what each wrote to
-    `report` with its shard's number added."""
+    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes at nice
+    UNIT_NICE, to run beside the build and the gradings (they need no build); _python_unit_tests
+    reads what each wrote to `report` with its shard's number added, after step 9."""
     report.parent.mkdir(parents=True, exist_ok=True)
     shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1))
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
+    # Niced: they run on beside the gradings of step 5, whose test processes come first.
+    code = (f"import os, sys; os.nice({UNIT_NICE}); sys.path.insert(0, sys.argv[1]); "
+            "from kitgrade import selftest; "
             "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
             "int(sys.argv[4]))")
     children = []
@@ -767,7 +784,7 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO,
-                    after_first: Callable[[RunResult], None] = lambda _: None,
+                    after_first: Callable[[RunResult, int, int], None] = lambda *_: None,
                     built: Callable[[Lab], bool] = lambda _: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
@@ -780,11 +797,13 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     makes one at a time, and more of them at once only made each test's start slower (host
     tests of 20 s). Two labs' runs at a time (session 28, H100) did no better: labs 01 and 02
     side by side took 72 s against 21 + 53 one after the other, and the selftest ran past
-    400 s. `after_first` is called with the first run's result (an instructor's copy)
-    just before the known-wrong run that waits out hangs on purpose (a wrong.json entry with
-    timeout_s; else the first): step 9's racecheck starts there, and its shared hold on the GPU's
-    lock ends inside that run's long correctness phase instead of delaying a run's timed and
-    perf tests. `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
+    400 s. `after_first(first, part, parts)` is called with the first run's result (an
+    instructor's copy) just before the known-wrong run that waits out hangs on purpose (a
+    wrong.json entry with timeout_s; else the first) and just before the run before it: step 9's
+    racecheck starts there, half beside each, so that its shared hold on the GPU's lock ends
+    inside each run's long correctness phase instead of delaying its timed and perf tests (all of
+    it beside lab 02's run, whose hangs were shortened, kept that run's timed tests waiting about
+    4 s on an H100 in session 29). `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
     part of the build): False (its build failed) leaves the run out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
@@ -813,14 +832,15 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                 for lab in (labs if instructor else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
         # Beside the run that waits out hangs on purpose (an entry with timeout_s), whose
-        # correctness phase is the longest; else beside the first.
-        beside = next((lab for lab, subs in runs if any(sub.timeout_s for sub in subs)),
-                      runs[0][0] if runs else None)
-        if instructor and beside is None:
-            after_first(first)
+        # correctness phase is the longest, and the run before it; else beside the first.
+        hangs = next((i for i, (_, subs) in enumerate(runs)
+                      if any(sub.timeout_s for sub in subs)), 0)
+        beside = [lab for lab, _ in runs[max(0, hangs - 1):hangs + 1]]
+        if instructor and not beside:
+            after_first(first, 0, 1)
         for lab, subs in runs:
-            if lab is beside:
-                after_first(first)
+            if lab in beside:
+                after_first(first, beside.index(lab), len(beside))
             if not built(lab):
                 continue
             targets = [dataclasses.replace(
@@ -900,8 +920,8 @@ class _Racecheck:
     """Step 9: racecheck on each wrong submission that names a "racecheck" filter, and on the
     reference with the same filter (once per lab and filter): hazards in the first, none in the
     second. The runs start beside step 5's known-wrong gradings, once its first run has told
-    which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), and are read at
-    step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
+    which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), in `parts` parts
+    beside as many gradings (this is part `part`: every parts-th run), and are read at step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
     grading's timed, counter and perf tests wait for them."""
 
     def __init__(self, cases: list[tuple[Lab, wrong.WrongSubmission]], why: str | None,
@@ -911,7 +931,7 @@ class _Racecheck:
 
     @classmethod
     def start(cls, root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
-              only: set[str] | None = None) -> _Racecheck:
+              only: set[str] | None = None, part: int = 0, parts: int = 1) -> _Racecheck:
         cases = []
         for lab in labs:
             cases += [(lab, sub) for sub in wrong.load(root, lab)
@@ -919,7 +939,7 @@ class _Racecheck:
         tool = sanitizer.find_sanitizer() if cases else None
         if not cases or tool is None or not refs.gpu_available:
             why = "compute-sanitizer not found" if tool is None else "no CUDA device"
-            return cls(cases, why, [], None)
+            return cls(cases if part == 0 else [], why, [], None)  # said once
         clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
         runs = []  # (what, binary, filter, hazard wanted, argv), graded side by side
         for lab, sub in cases:
@@ -936,6 +956,7 @@ class _Racecheck:
                 runs.append((what, target.binary, sub.racecheck, want_hazard, sanitizer.command(
                     tool, "racecheck", target.binary, sub.racecheck,
                     target.judge_args(variant))))
+        runs = runs[part::parts]
         background = ThreadPoolExecutor(max_workers=1)
         done = background.submit(_race_all, [argv for *_, argv in runs],
                                  gpu_lock.path_for(refs.device))
@@ -943,7 +964,7 @@ class _Racecheck:
         return cls(cases, None, runs, done)
 
     def finish(self, gpu_needed: bool, tally: Tally, out: TextIO) -> None:
-        if not self.cases:
+        if not self.cases or (self.done is not None and not self.runs):
             return
         if self.done is None:
             for lab, sub in self.cases:
@@ -951,8 +972,10 @@ class _Racecheck:
                           f"racecheck on {lab.id} {sub.name} (not run: {self.why})", out)
             out.write(f"  not run: {self.why} ({len(self.cases)} racecheck cases)\n")
             return
-        procs = self.done.result()
-        for (what, binary, test_filter, want_hazard, _), proc in zip(self.runs, procs):
+        procs, seconds = self.done.result()
+        out.write(f"  ({len(self.runs)} racecheck runs, {runner.SANITIZER_SESSIONS} at a time, "
+                  f"in {seconds:.0f} s)\n")
+        for (what, binary, test_filter, want_hazard, _), (proc, took) in zip(self.runs, procs):
             if proc is None:
                 tally.add(False, f"{what} (timed out after {RACECHECK_TIMEOUT_S} s)", out)
                 continue
@@ -960,25 +983,30 @@ class _Racecheck:
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
             hazard = proc.returncode == sanitizer.ERROR_EXIT
             tally.add(hazard == want_hazard, what, out)
-            out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary}\n")
+            out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary} ({took:.0f} s)\n")
 
 
 def _race_all(argvs: list[list[str]], lock_path: Path | None
-              ) -> list[subprocess.CompletedProcess | None]:
+              ) -> tuple[list[tuple[subprocess.CompletedProcess | None, float]], float]:
     """Runs the racecheck commands, runner.SANITIZER_SESSIONS at a time, holding the GPU's
-    lock shared; None for one that timed out."""
-    def race(argv: list[str]) -> subprocess.CompletedProcess | None:
+    lock shared: each one's process (None: it timed out) and seconds, and the seconds from the
+    lock had to the last one's end."""
+    def race(argv: list[str]) -> tuple[subprocess.CompletedProcess | None, float]:
+        began = time.monotonic()
         try:
-            return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, errors="replace",
                                   check=False, timeout=RACECHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            return None
+            proc = None
+        return proc, time.monotonic() - began
 
     with gpu_lock.GpuLock(lock_path) as lock, \
             ThreadPoolExecutor(max_workers=runner.SANITIZER_SESSIONS) as pool:
         lock.shared()
-        return list(pool.map(race, argvs))
+        began = time.monotonic()
+        done = list(pool.map(race, argvs))
+        return done, time.monotonic() - began
 
 
 def _judge_wrong(lab: Lab, sub: wrong.WrongSubmission, run: RunResult, gpu_needed: bool,

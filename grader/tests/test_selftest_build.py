@@ -124,11 +124,85 @@ class GradeTogetherBuiltTest(unittest.TestCase):
                 mock.patch.object(selftest.runner, "lab_target", fake_target), \
                 mock.patch.object(selftest.wrong, "load", fake_load):
             together = selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None,
-                                                io.StringIO(), racecheck.append, built)
+                                                io.StringIO(),
+                                                lambda *part: racecheck.append(part[1:]), built)
         self.assertEqual(asked, ["01_lab1", "02_lab2", "03_lab3"])
         self.assertEqual(graded, [[], ["01_lab1"], ["03_lab3"]])  # stubs and references first
         self.assertEqual([lab.id for lab, _ in together.wrongs], ["01_lab1", "03_lab3"])
-        self.assertEqual(len(racecheck), 1)
+        self.assertEqual(racecheck, [(0, 1)])  # no lab waits out hangs: beside the first run
+
+class RacecheckBesideTwoRunsTest(unittest.TestCase):
+    def test_half_beside_the_run_that_hangs_and_half_beside_the_run_before(self) -> None:
+        labs = [make_lab(f"0{n}_lab{n}") for n in (1, 2, 3)]
+        calls = []
+
+        def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
+            calls.append("run")
+            return RunResult(1, "student", {}, "now", [
+                LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
+
+        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
+            return selftest.runner.LabTarget(lab, Path("/nonexistent") / variant)
+
+        def fake_load(root, lab):  # type: ignore[no-untyped-def]
+            return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg",
+                                          timeout_s=5 if lab.id == "03_lab3" else None)]
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest.runner, "run", fake_run), \
+                mock.patch.object(selftest.runner, "lab_target", fake_target), \
+                mock.patch.object(selftest.wrong, "load", fake_load):
+            selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None, io.StringIO(),
+                                     lambda first, part, parts: calls.append((part, parts)))
+        # stubs and references; lab 1; half the racecheck; lab 2; the other half; lab 3
+        self.assertEqual(calls, ["run", "run", (0, 2), "run", (1, 2), "run"])
+
+    def test_each_part_runs_every_parts_th_run_and_says_not_run_once(self) -> None:
+        lab = make_lab("04_tiling")
+        subs = [wrong.WrongSubmission(f"race_{n}", "m", (), ("s",), "msg", racecheck=f"F{n}")
+                for n in range(3)]
+        refs = RunResult(1, "reference", {"available": True}, "now", [])
+
+        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
+            return selftest.runner.LabTarget(lab, Path("/nonexistent") / (wrong or variant))
+
+        raced = []
+
+        def fake_race_all(argvs, lock_path):  # type: ignore[no-untyped-def]
+            raced.append([argv[-1] for argv in argvs])
+            return [(None, 1.0) for _ in argvs], 1.0
+
+        with mock.patch.object(selftest.wrong, "load", lambda root, lab: subs), \
+                mock.patch.object(selftest.sanitizer, "find_sanitizer", lambda: "cs"), \
+                mock.patch.object(selftest.sanitizer, "command",
+                                  lambda tool, kind, binary, test_filter, args:
+                                  [str(binary), test_filter]), \
+                mock.patch.object(selftest.runner, "lab_target", fake_target), \
+                mock.patch.object(selftest, "_race_all", fake_race_all):
+            parts = [selftest._Racecheck.start(ROOT, [lab], Path("/b"), refs, None, k, 2)
+                     for k in range(2)]
+            for race in parts:
+                race.done.result()
+        # 6 runs (each submission's, then the reference's on its filter), alternately
+        self.assertEqual(raced, [["F0", "F1", "F2"], ["F0", "F1", "F2"]])
+        self.assertEqual([[what for what, *_ in race.runs] for race in parts], [
+            ["racecheck reports 04_tiling race_0", "racecheck reports 04_tiling race_1",
+             "racecheck reports 04_tiling race_2"],
+            ["racecheck finds the 04_tiling reference clean on F0",
+             "racecheck finds the 04_tiling reference clean on F1",
+             "racecheck finds the 04_tiling reference clean on F2"]])
+
+        no_gpu = RunResult(1, "reference", {}, "now", [])
+        with mock.patch.object(selftest.wrong, "load", lambda root, lab: subs), \
+                mock.patch.object(selftest.sanitizer, "find_sanitizer", lambda: "cs"):
+            quiet = [selftest._Racecheck.start(ROOT, [lab], Path("/b"), no_gpu, None, k, 2)
+                     for k in range(2)]
+        out = io.StringIO()
+        tally = selftest.Tally()
+        for race in quiet:
+            race.finish(False, tally, out)
+        self.assertEqual(out.getvalue().count("not run: no CUDA device"), 1)
+
 
 if __name__ == "__main__":
     unittest.main()
