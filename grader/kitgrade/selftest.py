@@ -6,7 +6,8 @@ What it proves, in order:
 2. ``kit.py check`` finds no problem: TODO ids, tests per step, threshold keys, sanitizer and
    racecheck filters, known-wrong edits, labs.json against the folders and pages, and the
    handouts' generated tables agree (kitgrade.check);
-3. the unit tests of common/ (C++) pass;
+3. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
+   check included (the Python ones start before the build and run beside it);
 4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
    and a grader binary refuses to write a verdict without the runner's key;
@@ -22,22 +23,19 @@ What it proves, in order:
    known-right alternative (an entry named right_*, which loses nothing) gets full marks;
 9. compute-sanitizer's racecheck reports a hazard in every known-wrong submission that names a
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests
-   (these runs start beside step 5's gradings, half beside the known-wrong submissions that
-   hang on purpose and half beside the lab graded before them, holding the GPU's lock shared);
-10. the unit tests of this grader (Python) pass, the stub/solution region check included (they
-    start before the build and run beside steps 1 to 9, mostly waiting on the child processes
-    they start; read here, nothing waits for them);
-11. the documentation site builds without a warning, every figure its pages show is in it
+   (each lab's runs start beside step 5's grading of its known-wrong submissions, holding the
+   GPU's lock shared), and the reference's tests pass under it;
+10. the documentation site builds without a warning, every figure its pages show is in it
     (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
-12. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
+11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it). The release is
-    written right after the build, and its test command runs beside steps 2 to 11 (the GPU's
+    written right after the build, and its test command runs beside steps 2 to 10 (the GPU's
     lock, kitgrade.gpu_lock, keeps the two gradings' timed and perf tests apart); its verdict is
     read at the end.
 
-In a student edition there is nothing to prove for 4, 7-9 and 12 (no fake lab, solutions,
+In a student edition there is nothing to prove for 4, 7-9 and 11 (no fake lab, solutions,
 known-wrong submissions or release command): it runs 1-3, 5-6 (every stub compiles and fails,
-and every grader lists its tests), the Python unit tests and the documentation check.
+and every grader lists its tests) and the documentation check.
 
 On a machine without a GPU the GPU checks are reported "not run: no CUDA device", counted as
 skipped and never as passed; --require-gpu turns them into failures. So are the counter tests
@@ -131,7 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
                         help="grade only these labs in steps 5-9 (default: all); to split a long "
                              "run, e.g. on a machine that limits how long one command may take")
     parser.add_argument("--skip-edition", action="store_true",
-                        help="leave out step 12 (the student edition and its own test command, "
+                        help="leave out step 11 (the student edition and its own test command, "
                              "the longest step): counted as skipped, never as passed; for the "
                              "second and later parts of a split run")
     parser.add_argument("--skip-shared", action="store_true",
@@ -276,19 +274,12 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     _section(out, "Consistency (kit.py check)")
     _consistency(root, build_dir, tally, out)
 
-    _section(out, "C++ unit tests (the Python ones run beside the steps up to 9)")
+    _section(out, "Unit tests (the Python ones ran during the build)")
     if args.skip_shared:
-        _skipped(tally, "the C++ unit tests", out)
+        _skipped(tally, "the unit tests", out)
     else:
         _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
-
-    def python_unit_tests() -> None:
-        """Read late: they take about 47 s beside the build on 16 cores, 12 s after it."""
-        _section(out, "Python unit tests of the grader (they ran beside the steps before)")
-        if args.skip_shared:
-            _skipped(tally, "the Python unit tests", out)
-        else:
-            _python_unit_tests(unit_tests, tally, out)
+        _python_unit_tests(unit_tests, tally, out)
 
     if (bin_dir / "kit_fake_lab").is_file():
         _section(out, "Faults get verdicts (fake lab)")
@@ -301,8 +292,8 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     only = set(args.wrong) if args.wrong else None
     races: list[_Racecheck] = []  # step 9's runs, started beside the known-wrong gradings
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
-                             lambda first, part, parts: races.append(_Racecheck.start(
-                                 root, labs, build_dir, first, only, part, parts)),
+                             lambda first, lab: races.append(_Racecheck.start(
+                                 root, [lab], build_dir, first, only)),
                              lab_built)
 
     _section(out, "Every stub fails its correctness steps")
@@ -318,7 +309,6 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
                   out)
 
     if not instructor:
-        python_unit_tests()
         _section(out, "Documentation site")
         rest_built()
         _docs(root, build_dir, args.require_docs, tally, out)
@@ -346,7 +336,6 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     for race in races:
         race.finish(gpu_needed, tally, out)
 
-    python_unit_tests()
     _section(out, "Documentation site")
     rest_built()
     _docs(root, build_dir, args.require_docs, tally, out)
@@ -584,9 +573,12 @@ def _cpp_unit_tests(binary: Path, tally: Tally, out: TextIO) -> None:
     out.write(f"  {count} C++ unit tests of common/ (exit {proc.returncode})\n")
 
 
-UNIT_SHARDS = 8
-UNIT_NICE = 10
-"""The grader's Python unit tests run in up to this many processes (one per core at most)."""
+UNIT_SHARDS = 16
+"""The grader's Python unit tests run in up to this many processes (one per core at most). They
+take 80-90 s on one core, mostly waiting on the child processes they start: with 8 processes
+they ran about 47 s beside the build on an H100 machine's 16 cores, and step 3 waited 12 s for
+them after a 35 s build (session 28). Read late instead, beside step 5's gradings, some of
+their timed tests failed (session 29)."""
 
 
 @dataclass
@@ -606,14 +598,12 @@ class _UnitTests:
 
 
 def _start_python_unit_tests(root: Path, report: Path) -> _UnitTests:
-    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes at nice
-    UNIT_NICE, to run beside the build and the gradings (they need no build); _python_unit_tests
-    reads what each wrote to `report` with its shard's number added, after step 9."""
+    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes, to run
+    while the kit builds (they need no build); _python_unit_tests reads what each wrote to
+    `report` with its shard's number added."""
     report.parent.mkdir(parents=True, exist_ok=True)
     shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1))
-    # Niced: they run on beside the gradings of step 5, whose test processes come first.
-    code = (f"import os, sys; os.nice({UNIT_NICE}); sys.path.insert(0, sys.argv[1]); "
-            "from kitgrade import selftest; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
             "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
             "int(sys.argv[4]))")
     children = []
@@ -784,7 +774,7 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO,
-                    after_first: Callable[[RunResult, int, int], None] = lambda *_: None,
+                    races: Callable[[RunResult, Lab], None] = lambda *_: None,
                     built: Callable[[Lab], bool] = lambda _: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
@@ -797,13 +787,15 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     makes one at a time, and more of them at once only made each test's start slower (host
     tests of 20 s). Two labs' runs at a time (session 28, H100) did no better: labs 01 and 02
     side by side took 72 s against 21 + 53 one after the other, and the selftest ran past
-    400 s. `after_first(first, part, parts)` is called with the first run's result (an
-    instructor's copy) just before the known-wrong run that waits out hangs on purpose (a
-    wrong.json entry with timeout_s; else the first) and just before the run before it: step 9's
-    racecheck starts there, half beside each, so that its shared hold on the GPU's lock ends
-    inside each run's long correctness phase instead of delaying its timed and perf tests (all of
-    it beside lab 02's run, whose hangs were shortened, kept that run's timed tests waiting about
-    4 s on an H100 in session 29). `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
+    400 s. `races(first, lab)` is called with the first run's result just before the
+    known-wrong run of each lab with a submission that names a racecheck filter, once that lab's
+    part of the build is done: step 9's racecheck of that lab starts there, beside its own
+    grading, so its shared hold on the GPU's lock mostly ends inside that run's correctness phase
+    instead of delaying another run's timed and perf tests, and never starts before the binaries
+    it runs are built. (All of it beside lab 02's run, before each lab's part of the build was
+    waited for, kept that run's timed tests waiting about 4 s on an H100 in session 29; half of
+    it beside lab 01's ran the judges of labs 04 and 05 before their known-wrong workers were
+    built, and found no hazard.) `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
     part of the build): False (its build failed) leaves the run out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
@@ -831,17 +823,11 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
                 for lab in (labs if instructor else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
-        # Beside the run that waits out hangs on purpose (an entry with timeout_s), whose
-        # correctness phase is the longest, and the run before it; else beside the first.
-        hangs = next((i for i, (_, subs) in enumerate(runs)
-                      if any(sub.timeout_s for sub in subs)), 0)
-        beside = [lab for lab, _ in runs[max(0, hangs - 1):hangs + 1]]
-        if instructor and not beside:
-            after_first(first, 0, 1)
         for lab, subs in runs:
-            if lab in beside:
-                after_first(first, beside.index(lab), len(beside))
-            if not built(lab):
+            ok = built(lab)
+            if any(sub.racecheck for sub in subs):
+                races(first, lab)  # a failed build fails them too, and step 9 says so
+            if not ok:
                 continue
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
@@ -920,8 +906,8 @@ class _Racecheck:
     """Step 9: racecheck on each wrong submission that names a "racecheck" filter, and on the
     reference with the same filter (once per lab and filter): hazards in the first, none in the
     second. The runs start beside step 5's known-wrong gradings, once its first run has told
-    which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), in `parts` parts
-    beside as many gradings (this is part `part`: every parts-th run), and are read at step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
+    which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), each lab's beside
+    the grading of its own known-wrong submissions, and are read at step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
     grading's timed, counter and perf tests wait for them."""
 
     def __init__(self, cases: list[tuple[Lab, wrong.WrongSubmission]], why: str | None,
@@ -931,7 +917,7 @@ class _Racecheck:
 
     @classmethod
     def start(cls, root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
-              only: set[str] | None = None, part: int = 0, parts: int = 1) -> _Racecheck:
+              only: set[str] | None = None) -> _Racecheck:
         cases = []
         for lab in labs:
             cases += [(lab, sub) for sub in wrong.load(root, lab)
@@ -939,7 +925,7 @@ class _Racecheck:
         tool = sanitizer.find_sanitizer() if cases else None
         if not cases or tool is None or not refs.gpu_available:
             why = "compute-sanitizer not found" if tool is None else "no CUDA device"
-            return cls(cases if part == 0 else [], why, [], None)  # said once
+            return cls(cases, why, [], None)
         clean: set[tuple[str, str]] = set()  # (lab, filter) the reference was run on
         runs = []  # (what, binary, filter, hazard wanted, argv), graded side by side
         for lab, sub in cases:
@@ -956,7 +942,6 @@ class _Racecheck:
                 runs.append((what, target.binary, sub.racecheck, want_hazard, sanitizer.command(
                     tool, "racecheck", target.binary, sub.racecheck,
                     target.judge_args(variant))))
-        runs = runs[part::parts]
         background = ThreadPoolExecutor(max_workers=1)
         done = background.submit(_race_all, [argv for *_, argv in runs],
                                  gpu_lock.path_for(refs.device))
@@ -964,7 +949,7 @@ class _Racecheck:
         return cls(cases, None, runs, done)
 
     def finish(self, gpu_needed: bool, tally: Tally, out: TextIO) -> None:
-        if not self.cases or (self.done is not None and not self.runs):
+        if not self.cases:
             return
         if self.done is None:
             for lab, sub in self.cases:
@@ -981,9 +966,13 @@ class _Racecheck:
                 continue
             summary = next((line.strip("= ").strip() for line in reversed(proc.stdout.splitlines())
                             if "RACECHECK SUMMARY" in line), f"exit {proc.returncode}")
-            hazard = proc.returncode == sanitizer.ERROR_EXIT
-            tally.add(hazard == want_hazard, what, out)
-            out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary} ({took:.0f} s)\n")
+            # A hazard in the wrong one; in the reference none, and its tests pass (a run that
+            # could not start its worker reports no hazard either).
+            ok = (proc.returncode == sanitizer.ERROR_EXIT if want_hazard
+                  else proc.returncode == 0)
+            tally.add(ok, what, out)
+            out.write(f"  {binary.name} --gtest_filter={test_filter}: {summary}, exit "
+                      f"{proc.returncode} ({took:.0f} s)\n")
 
 
 def _race_all(argvs: list[list[str]], lock_path: Path | None

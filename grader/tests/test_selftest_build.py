@@ -5,6 +5,7 @@ counts that build once (unless KIT_SELFTEST_BUILD_BESIDE=0)."""
 from __future__ import annotations
 
 import io
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -129,79 +130,67 @@ class GradeTogetherBuiltTest(unittest.TestCase):
         self.assertEqual(asked, ["01_lab1", "02_lab2", "03_lab3"])
         self.assertEqual(graded, [[], ["01_lab1"], ["03_lab3"]])  # stubs and references first
         self.assertEqual([lab.id for lab, _ in together.wrongs], ["01_lab1", "03_lab3"])
-        self.assertEqual(racecheck, [(0, 1)])  # no lab waits out hangs: beside the first run
+        self.assertEqual(racecheck, [])  # no submission names a racecheck filter
 
-class RacecheckBesideTwoRunsTest(unittest.TestCase):
-    def test_half_beside_the_run_that_hangs_and_half_beside_the_run_before(self) -> None:
+class RacecheckBesideItsLabTest(unittest.TestCase):
+    def test_each_labs_racecheck_starts_beside_its_own_run_once_its_build_is_done(self) -> None:
         labs = [make_lab(f"0{n}_lab{n}") for n in (1, 2, 3)]
         calls = []
 
         def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
-            calls.append("run")
+            calls.append(("run", sorted({t.lab.id for t in targets if "wrong" in t.binary.name})))
             return RunResult(1, "student", {}, "now", [
                 LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
 
         def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
-            return selftest.runner.LabTarget(lab, Path("/nonexistent") / variant)
+            return selftest.runner.LabTarget(
+                lab, Path("/nonexistent") / (f"wrong {wrong}" if wrong else variant))
 
         def fake_load(root, lab):  # type: ignore[no-untyped-def]
             return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg",
-                                          timeout_s=5 if lab.id == "03_lab3" else None)]
+                                          racecheck=None if lab.id == "02_lab2" else "F")]
+
+        def built(lab):  # type: ignore[no-untyped-def]
+            calls.append(("built", lab.id))
+            return lab.id != "03_lab3"
 
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(selftest.runner, "run", fake_run), \
                 mock.patch.object(selftest.runner, "lab_target", fake_target), \
                 mock.patch.object(selftest.wrong, "load", fake_load):
             selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None, io.StringIO(),
-                                     lambda first, part, parts: calls.append((part, parts)))
-        # stubs and references; lab 1; half the racecheck; lab 2; the other half; lab 3
-        self.assertEqual(calls, ["run", "run", (0, 2), "run", (1, 2), "run"])
+                                     lambda first, lab: calls.append(("races", lab.id)), built)
+        self.assertEqual(calls, [
+            ("run", []),  # the stubs and references
+            ("built", "01_lab1"), ("races", "01_lab1"), ("run", ["01_lab1"]),
+            ("built", "02_lab2"), ("run", ["02_lab2"]),  # no racecheck filter
+            ("built", "03_lab3"), ("races", "03_lab3")])  # build failed: its racecheck fails
 
-    def test_each_part_runs_every_parts_th_run_and_says_not_run_once(self) -> None:
+    def test_the_reference_must_pass_its_tests_as_well_as_show_no_hazard(self) -> None:
         lab = make_lab("04_tiling")
-        subs = [wrong.WrongSubmission(f"race_{n}", "m", (), ("s",), "msg", racecheck=f"F{n}")
-                for n in range(3)]
+        subs = [wrong.WrongSubmission("race", "m", (), ("s",), "msg", racecheck="F")]
         refs = RunResult(1, "reference", {"available": True}, "now", [])
 
         def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
             return selftest.runner.LabTarget(lab, Path("/nonexistent") / (wrong or variant))
 
-        raced = []
+        summary = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
 
         def fake_race_all(argvs, lock_path):  # type: ignore[no-untyped-def]
-            raced.append([argv[-1] for argv in argvs])
-            return [(None, 1.0) for _ in argvs], 1.0
+            return [(subprocess.CompletedProcess(argv, code, summary, None), 1.0)
+                    for argv, code in zip(argvs, (86, 1))], 1.0
 
         with mock.patch.object(selftest.wrong, "load", lambda root, lab: subs), \
                 mock.patch.object(selftest.sanitizer, "find_sanitizer", lambda: "cs"), \
-                mock.patch.object(selftest.sanitizer, "command",
-                                  lambda tool, kind, binary, test_filter, args:
-                                  [str(binary), test_filter]), \
+                mock.patch.object(selftest.sanitizer, "ERROR_EXIT", 86), \
                 mock.patch.object(selftest.runner, "lab_target", fake_target), \
                 mock.patch.object(selftest, "_race_all", fake_race_all):
-            parts = [selftest._Racecheck.start(ROOT, [lab], Path("/b"), refs, None, k, 2)
-                     for k in range(2)]
-            for race in parts:
-                race.done.result()
-        # 6 runs (each submission's, then the reference's on its filter), alternately
-        self.assertEqual(raced, [["F0", "F1", "F2"], ["F0", "F1", "F2"]])
-        self.assertEqual([[what for what, *_ in race.runs] for race in parts], [
-            ["racecheck reports 04_tiling race_0", "racecheck reports 04_tiling race_1",
-             "racecheck reports 04_tiling race_2"],
-            ["racecheck finds the 04_tiling reference clean on F0",
-             "racecheck finds the 04_tiling reference clean on F1",
-             "racecheck finds the 04_tiling reference clean on F2"]])
-
-        no_gpu = RunResult(1, "reference", {}, "now", [])
-        with mock.patch.object(selftest.wrong, "load", lambda root, lab: subs), \
-                mock.patch.object(selftest.sanitizer, "find_sanitizer", lambda: "cs"):
-            quiet = [selftest._Racecheck.start(ROOT, [lab], Path("/b"), no_gpu, None, k, 2)
-                     for k in range(2)]
-        out = io.StringIO()
-        tally = selftest.Tally()
-        for race in quiet:
-            race.finish(False, tally, out)
-        self.assertEqual(out.getvalue().count("not run: no CUDA device"), 1)
+            race = selftest._Racecheck.start(ROOT, [lab], Path("/b"), refs)
+            out, tally = io.StringIO(), selftest.Tally()
+            race.finish(True, tally, out)
+        self.assertEqual((tally.passed, tally.failures),
+                         (1, ["racecheck finds the 04_tiling reference clean on F"]))
+        self.assertIn("0 hazards displayed (0 errors, 0 warnings), exit 1", out.getvalue())
 
 
 if __name__ == "__main__":
