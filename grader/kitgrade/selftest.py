@@ -225,7 +225,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
     unit_report = build_dir / f"selftest-python-unit-tests-{os.getpid()}.json"  # one per run
     unit_tests = (_UnitTests([]) if args.skip_shared
-                  else _start_python_unit_tests(root, unit_report))
+                  else _start_python_unit_tests(root, unit_report, args.jobs))
     _section(out, "Build")
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
     beside = os.environ.get(BUILD_BESIDE_ENV, "1") != "0"
@@ -597,12 +597,13 @@ class _UnitTests:
             report.unlink(missing_ok=True)
 
 
-def _start_python_unit_tests(root: Path, report: Path) -> _UnitTests:
-    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes, to run
-    while the kit builds (they need no build); _python_unit_tests reads what each wrote to
-    `report` with its shard's number added."""
+def _start_python_unit_tests(root: Path, report: Path, jobs: int = UNIT_SHARDS) -> _UnitTests:
+    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes (and no
+    more than `jobs`, --jobs: the student edition's selftest, beside the selftest, has a quarter
+    of it), to run while the kit builds (they need no build); _python_unit_tests reads what each
+    wrote to `report` with its shard's number added."""
     report.parent.mkdir(parents=True, exist_ok=True)
-    shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1))
+    shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1, jobs))
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
             "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
             "int(sys.argv[4]))")

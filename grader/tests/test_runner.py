@@ -409,10 +409,12 @@ class LoneTimeoutTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as spin, \
                 fake_env(FAKE_GPU="1", FAKE_SPIN_DIR=spin, FAKE_TESTS_01_ALPHA="hang,hang2",
                          FAKE_TESTS_02_BETA="pass,starved"):
-            # The starved test's limit (1 s) ends while the first hang (3 s) still runs.
+            # The starved test's limit (2 s) ends while the first hang (3 s) still runs; alone,
+            # it has 2 s to start a Python process (1 s was too little once, in the student
+            # edition's selftest beside the selftest's gradings on an H100 machine).
             targets = [runner.LabTarget(make_lab(lab, timeout), make_fake_binary(Path(tmp) / "bin",
                                                                                lab))
-                       for lab, timeout in (("01_alpha", 3.0), ("02_beta", 1.0))]
+                       for lab, timeout in (("01_alpha", 3.0), ("02_beta", 2.0))]
             run = runner.run(targets, runner.RunOptions("student", SEED, 4))
         tests = {t.id: t for t in run.tests()}
         starved = tests["Busy.WaitsWhileAKernelSpins"]
