@@ -796,8 +796,8 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     it runs are built. (All of it beside lab 02's run, before each lab's part of the build was
     waited for, kept that run's timed tests waiting about 4 s on an H100 in session 29; half of
     it beside lab 01's ran the judges of labs 04 and 05 before their known-wrong workers were
-    built, and found no hazard.) `built(lab)` is asked before each lab's known-wrong run (it waits for that lab's
-    part of the build): False (its build failed) leaves the run out."""
+    built, and found no hazard.) `built(lab)` is asked before each lab's known-wrong run (it
+    waits for that lab's part of the build): False (its build failed) leaves the run out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -908,8 +908,9 @@ class _Racecheck:
     reference with the same filter (once per lab and filter): hazards in the first, none in the
     second. The runs start beside step 5's known-wrong gradings, once its first run has told
     which GPU there is (racecheck costs the CPU, the gradings mostly the GPU), each lab's beside
-    the grading of its own known-wrong submissions, and are read at step 9. Like a grading's correctness tests, they hold the GPU's lock shared (gpu_lock): a
-    grading's timed, counter and perf tests wait for them."""
+    the grading of its own known-wrong submissions, and are read at step 9. Like a grading's
+    correctness tests, they hold the GPU's lock shared (gpu_lock): a grading's timed, counter
+    and perf tests wait for them."""
 
     def __init__(self, cases: list[tuple[Lab, wrong.WrongSubmission]], why: str | None,
                  runs: list[tuple[str, Path, str, bool, list[str]]],
