@@ -57,6 +57,9 @@ void device_release(void* p) noexcept {
   if (p != nullptr) allocator.release(p);
 }
 std::size_t device_extent(std::size_t bytes) { return allocator.extent(bytes); }
+void device_settle() {
+  if (allocator.settle != nullptr) allocator.settle();
+}
 DeviceAllocator set_device_allocator(DeviceAllocator a) { return std::exchange(allocator, a); }
 
 void fill_device_words(void* p, std::uint32_t bits, std::size_t count) {

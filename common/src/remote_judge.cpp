@@ -501,6 +501,16 @@ std::string round_trip(const char* key, const std::string& args, const Outgoing&
   throw std::logic_error("kit judge: unknown reply from the worker");
 }
 
+// Frees the kept buffers and has the worker unmap everything this process freed, with a call
+// that does nothing else ("kit::null()": a message carries the ids freed since the last one), so
+// that their memory is the GPU's again: a huge test asks how much is free before it allocates.
+void shareable_settle() {
+  drain_pool();
+  Judge& j = judge();
+  if (j.pid < 0 || j.forgotten.empty()) return;
+  round_trip("kit::null()", "", Outgoing{}, false, nullptr, nullptr);
+}
+
 }  // namespace
 
 namespace detail {
@@ -717,7 +727,8 @@ void configure_judge(const std::string& worker_path, double timeout_s,
     ::testing::UnitTest::GetInstance()->listeners().Append(new TestClock);
     listening = true;
   }
-  kit::detail::set_device_allocator({&shareable_allocate, &shareable_release, &shareable_extent});
+  kit::detail::set_device_allocator(
+      {&shareable_allocate, &shareable_release, &shareable_extent, &shareable_settle});
   // No process of this user may read or write the judge's memory (ptrace, /proc/PID/mem); the
   // worker runs as the same user. A root worker is kept out by its Landlock domain instead.
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -36,6 +36,24 @@ class Placement : public ::testing::Test {
   kit::detail::DeviceAllocator previous_{};
 };
 
+int settled = 0;
+void count_settle() { ++settled; }
+
+TEST(DeviceSettle, CallsTheAllocatorsSettleAndNothingWithoutOne) {
+  // An allocator without settle (cudaMalloc's, or one built with three members) is left alone; a
+  // judge's runs its own (the worker lets go of what the judge freed).
+  const auto previous =
+      kit::detail::set_device_allocator({&page_allocate, &page_release, &page_extent});
+  settled = 0;
+  kit::detail::device_settle();
+  EXPECT_EQ(settled, 0);
+  kit::detail::set_device_allocator({&page_allocate, &page_release, &page_extent, &count_settle});
+  kit::detail::device_settle();
+  kit::detail::device_settle();
+  EXPECT_EQ(settled, 2);
+  kit::detail::set_device_allocator(previous);
+}
+
 TEST_F(Placement, AtTheStartTheDataBeginsTheAllocation) {
   void* data = nullptr;
   {

@@ -42,10 +42,16 @@ struct DeviceAllocator {
   /// The bytes an allocation of `bytes` really spans, as the hardware and compute-sanitizer see
   /// it: `bytes` for cudaMalloc (memcheck knows the size asked for), whole pages for a judge's.
   std::size_t (*extent)(std::size_t bytes);
+  /// Lets memory released here go back to the GPU for good (nullptr: it already has): a judge's
+  /// worker keeps what the judge freed mapped until the next call, so without this a free-memory
+  /// query right after a large test still counts that test's buffers as used.
+  void (*settle)() = nullptr;
 };
 void* device_allocate(std::size_t bytes);
 void device_release(void* p) noexcept;
 std::size_t device_extent(std::size_t bytes);
+/// The allocator's settle(), when it has one.
+void device_settle();
 /// Installs `allocator` and returns the one it replaces.
 DeviceAllocator set_device_allocator(DeviceAllocator allocator);
 /// Sets `count` 32-bit words of device memory from `p` on to `bits`, on the device (the driver's
