@@ -99,67 +99,62 @@ class RestOfBuildTest(unittest.TestCase):
 
 
 
+def _fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
+    return selftest.runner.LabTarget(
+        lab, Path("/nonexistent") / (f"wrong {wrong}" if wrong else variant))
+
+
+def _grade_fakes(labs, calls, built, races=lambda *_: None,  # type: ignore[no-untyped-def]
+                 racecheck=lambda lab: None):
+    """_grade_together with a fake runner, which appends ("run", the labs of the known-wrong
+    submissions it grades) to `calls`, and one known-wrong submission a lab, whose racecheck
+    filter is racecheck(lab)."""
+    def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
+        calls.append(("run", sorted({t.lab.id for t in targets if "wrong" in t.binary.name})))
+        return RunResult(1, "student", {}, "now", [
+            LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
+
+    def fake_load(root, lab):  # type: ignore[no-untyped-def]
+        return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg",
+                                      racecheck=racecheck(lab))]
+
+    with tempfile.TemporaryDirectory() as tmp, \
+            mock.patch.object(selftest.runner, "run", fake_run), \
+            mock.patch.object(selftest.runner, "lab_target", _fake_target), \
+            mock.patch.object(selftest.wrong, "load", fake_load):
+        return selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None, io.StringIO(),
+                                        races, built)
+
+
 class GradeTogetherBuiltTest(unittest.TestCase):
     def test_each_labs_run_waits_for_its_own_build_and_a_failed_one_is_left_out(self) -> None:
         labs = [make_lab(f"0{n}_lab{n}") for n in (1, 2, 3)]
-        asked, graded, racecheck = [], [], []
-
-        def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
-            graded.append(sorted({t.lab.id for t in targets if "wrong" in t.binary.name}))
-            return RunResult(1, "student", {}, "now", [
-                LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
-
-        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
-            return selftest.runner.LabTarget(
-                lab, Path("/nonexistent") / (f"wrong {wrong}" if wrong else variant))
-
-        def fake_load(root, lab):  # type: ignore[no-untyped-def]
-            return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg")]
+        calls: list = []
+        asked, racecheck = [], []
 
         def built(lab):  # type: ignore[no-untyped-def]
             asked.append(lab.id)
             return lab.id != "02_lab2"
 
-        with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(selftest.runner, "run", fake_run), \
-                mock.patch.object(selftest.runner, "lab_target", fake_target), \
-                mock.patch.object(selftest.wrong, "load", fake_load):
-            together = selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None,
-                                                io.StringIO(),
-                                                lambda *part: racecheck.append(part[1:]), built)
+        together = _grade_fakes(labs, calls, built, lambda *part: racecheck.append(part))
         self.assertEqual(asked, ["01_lab1", "02_lab2", "03_lab3"])
-        self.assertEqual(graded, [[], ["01_lab1"], ["03_lab3"]])  # stubs and references first
+        self.assertEqual(calls, [("run", []), ("run", ["01_lab1"]),  # stubs and references first
+                                 ("run", ["03_lab3"])])
         self.assertEqual([lab.id for lab, _ in together.wrongs], ["01_lab1", "03_lab3"])
         self.assertEqual(racecheck, [])  # no submission names a racecheck filter
+
 
 class RacecheckBesideItsLabTest(unittest.TestCase):
     def test_each_labs_racecheck_starts_beside_its_own_run_once_its_build_is_done(self) -> None:
         labs = [make_lab(f"0{n}_lab{n}") for n in (1, 2, 3)]
-        calls = []
-
-        def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
-            calls.append(("run", sorted({t.lab.id for t in targets if "wrong" in t.binary.name})))
-            return RunResult(1, "student", {}, "now", [
-                LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
-
-        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
-            return selftest.runner.LabTarget(
-                lab, Path("/nonexistent") / (f"wrong {wrong}" if wrong else variant))
-
-        def fake_load(root, lab):  # type: ignore[no-untyped-def]
-            return [wrong.WrongSubmission(f"{lab.id}_1", "m", (), ("s",), "msg",
-                                          racecheck=None if lab.id == "02_lab2" else "F")]
+        calls: list = []
 
         def built(lab):  # type: ignore[no-untyped-def]
             calls.append(("built", lab.id))
             return lab.id != "03_lab3"
 
-        with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(selftest.runner, "run", fake_run), \
-                mock.patch.object(selftest.runner, "lab_target", fake_target), \
-                mock.patch.object(selftest.wrong, "load", fake_load):
-            selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None, io.StringIO(),
-                                     lambda first, lab: calls.append(("races", lab.id)), built)
+        _grade_fakes(labs, calls, built, lambda first, lab: calls.append(("races", lab.id)),
+                     lambda lab: None if lab.id == "02_lab2" else "F")
         self.assertEqual(calls, [
             ("run", []),  # the stubs and references
             ("built", "01_lab1"), ("races", "01_lab1"), ("run", ["01_lab1"]),
@@ -171,9 +166,6 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
         subs = [wrong.WrongSubmission("race", "m", (), ("s",), "msg", racecheck="F")]
         refs = RunResult(1, "reference", {"available": True}, "now", [])
 
-        def fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-untyped-def]
-            return selftest.runner.LabTarget(lab, Path("/nonexistent") / (wrong or variant))
-
         summary = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
 
         def fake_race_all(argvs, lock_path):  # type: ignore[no-untyped-def]
@@ -183,7 +175,7 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
         with mock.patch.object(selftest.wrong, "load", lambda root, lab: subs), \
                 mock.patch.object(selftest.sanitizer, "find_sanitizer", lambda: "cs"), \
                 mock.patch.object(selftest.sanitizer, "ERROR_EXIT", 86), \
-                mock.patch.object(selftest.runner, "lab_target", fake_target), \
+                mock.patch.object(selftest.runner, "lab_target", _fake_target), \
                 mock.patch.object(selftest, "_race_all", fake_race_all):
             race = selftest._Racecheck.start(ROOT, [lab], Path("/b"), refs)
             out, tally = io.StringIO(), selftest.Tally()
