@@ -292,8 +292,8 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     only = set(args.wrong) if args.wrong else None
     races: list[_Racecheck] = []  # step 9's runs, started beside the known-wrong gradings
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
-                             lambda first, lab: races.append(_Racecheck.start(
-                                 root, [lab], build_dir, first, only)),
+                             lambda first, lab, subs: races.append(_Racecheck.start(
+                                 root, build_dir, first, [(lab, sub) for sub in subs])),
                              lab_built)
 
     _section(out, "Every stub fails its correctness steps")
@@ -775,7 +775,8 @@ began, lab, test, verdict, seconds it took), to see where a long or cut-off run 
 
 def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, jobs: int,
                     instructor: bool, only: set[str] | None, out: TextIO,
-                    races: Callable[[RunResult, Lab], None] = lambda *_: None,
+                    races: Callable[[RunResult, Lab, list[wrong.WrongSubmission]], None] =
+                    lambda *_: None,
                     built: Callable[[Lab], bool] = lambda _: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
@@ -788,8 +789,9 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     makes one at a time, and more of them at once only made each test's start slower (host
     tests of 20 s). Two labs' runs at a time (session 28, H100) did no better: labs 01 and 02
     side by side took 72 s against 21 + 53 one after the other, and the selftest ran past
-    400 s. `races(first, lab)` is called with the first run's result just before the
-    known-wrong run of each lab with a submission that names a racecheck filter, once that lab's
+    400 s. `races(first, lab, subs)` is called with the first run's result and the lab's graded
+    submissions that name a racecheck filter just before the known-wrong run of each lab that has
+    any, once that lab's
     part of the build is done: step 9's racecheck of that lab starts there, beside its own
     grading, so its shared hold on the GPU's lock mostly ends inside that run's correctness phase
     instead of delaying another run's timed and perf tests, and never starts before the binaries
@@ -826,8 +828,9 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
         runs = [(lab, subs) for lab, subs in runs if subs]
         for lab, subs in runs:
             ok = built(lab)
-            if any(sub.racecheck for sub in subs):
-                races(first, lab)  # a failed build fails them too, and step 9 says so
+            raced = [sub for sub in subs if sub.racecheck]
+            if raced:
+                races(first, lab, raced)  # a failed build fails them too, and step 9 says so
             if not ok:
                 continue
             targets = [dataclasses.replace(
@@ -918,12 +921,9 @@ class _Racecheck:
         self.cases, self.why, self.runs, self.done = cases, why, runs, done
 
     @classmethod
-    def start(cls, root: Path, labs: list[Lab], build_dir: Path, refs: RunResult,
-              only: set[str] | None = None) -> _Racecheck:
-        cases = []
-        for lab in labs:
-            cases += [(lab, sub) for sub in wrong.load(root, lab)
-                      if sub.racecheck and (only is None or sub.name in only)]
+    def start(cls, root: Path, build_dir: Path, refs: RunResult,
+              cases: list[tuple[Lab, wrong.WrongSubmission]]) -> _Racecheck:
+        """`cases`: the submissions to run, each naming a racecheck filter."""
         tool = sanitizer.find_sanitizer() if cases else None
         if not cases or tool is None or not refs.gpu_available:
             why = "compute-sanitizer not found" if tool is None else "no CUDA device"

@@ -153,7 +153,8 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
             calls.append(("built", lab.id))
             return lab.id != "03_lab3"
 
-        _grade_fakes(labs, calls, built, lambda first, lab: calls.append(("races", lab.id)),
+        _grade_fakes(labs, calls, built,
+                     lambda first, lab, subs: calls.append(("races", lab.id)),
                      lambda lab: None if lab.id == "02_lab2" else "F")
         self.assertEqual(calls, [
             ("run", []),  # the stubs and references
@@ -177,7 +178,7 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
                 mock.patch.object(selftest.sanitizer, "ERROR_EXIT", 86), \
                 mock.patch.object(selftest.runner, "lab_target", _fake_target), \
                 mock.patch.object(selftest, "_race_all", fake_race_all):
-            race = selftest._Racecheck.start(ROOT, [lab], Path("/b"), refs)
+            race = selftest._Racecheck.start(ROOT, Path("/b"), refs, [(lab, sub) for sub in subs])
             out, tally = io.StringIO(), selftest.Tally()
             race.finish(True, tally, out)
         self.assertEqual((tally.passed, tally.failures),
