@@ -147,6 +147,22 @@ function(kit_add_judge lab)
   target_compile_options(${judge} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 endfunction()
 
+# After each link of `target`, the same Ninja step touches <build dir>/<target>.linked: the
+# selftest runs the fake lab and the C++ unit tests as soon as theirs appear, beside the rest of
+# its first build (grader/kitgrade/selftest.py, _Beside), and builds <target>_early, which waits
+# for two empty steps after the link: as for the judges (kit_add_judge), they make Ninja start
+# the target's compiles among the first, so that it is linked early in a fresh build.
+function(kit_link_stamp target)
+  set(stamp ${CMAKE_BINARY_DIR}/${target}.linked)
+  add_custom_command(TARGET ${target} POST_BUILD COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
+                     VERBATIM)
+  add_custom_command(OUTPUT ${stamp}.1 COMMAND ${CMAKE_COMMAND} -E touch ${stamp}.1
+                     DEPENDS ${target} VERBATIM)
+  add_custom_command(OUTPUT ${stamp}.2 COMMAND ${CMAKE_COMMAND} -E touch ${stamp}.2
+                     DEPENDS ${stamp}.1 VERBATIM)
+  add_custom_target(${target}_early DEPENDS ${stamp}.2)
+endfunction()
+
 # Sets `out` to the student files of `lab` (grader/<lab>/lab.json, student_files), in its order.
 function(kit_student_files out lab)
   file(READ ${PROJECT_SOURCE_DIR}/grader/${lab}/lab.json manifest)

@@ -317,10 +317,21 @@ SANITIZER_SESSIONS = 4
 """compute-sanitizer runs at once, at most: each holds two processes (a judge and its worker)
 under the tool, and a GPU's memory for the tool's state."""
 
+COUNTER_SESSIONS_ENV = "KIT_COUNTER_SESSIONS"
+"""Sets COUNTER_SESSIONS (bench-grader --versus, the selftest's known-wrong runs)."""
+
+
+def _counter_sessions() -> int:
+    value = os.environ.get(COUNTER_SESSIONS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else COUNTER_SESSIONS
+
+
 COUNTER_SESSIONS = 4
-"""Nsight Compute runs at once, at most. A counter is a count of one kernel's events (sectors,
-bank conflicts), the same whatever runs beside it, and ncu profiles one kernel at a time across
-processes (its lock file): side by side, the processes' starts overlap, not their profiling."""
+"""Nsight Compute runs at once, at most (COUNTER_SESSIONS_ENV sets another number). A counter is
+a count of one kernel's events (sectors, bank conflicts), the same whatever runs beside it, and
+ncu profiles one kernel at a time across processes (its lock file): side by side, the processes'
+starts overlap, not their profiling. A reference grading has four counter tests; a batch of
+submissions has four per submission."""
 
 ALONE_KINDS = ("timed", "perf")
 """The kinds of test a process runs with nothing else on the GPU (counter tests run under
@@ -636,7 +647,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     ncu_path = ncu.find_ncu()
     _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
                    for lab in graded for spec in lab.pending((counters.KIND,))],
-                  min(options.jobs, COUNTER_SESSIONS), finished, on_result)
+                  min(options.jobs, _counter_sessions()), finished, on_result)
     clock = _lap(timings, "counters", clock)
 
     for lab in graded:

@@ -7,10 +7,12 @@ What it proves, in order:
    racecheck filters, known-wrong edits, labs.json against the folders and pages, and the
    handouts' generated tables agree (kitgrade.check);
 3. the unit tests of common/ (C++) and of this grader (Python) pass, the stub/solution region
-   check included (the Python ones start before the build and run beside it);
+   check included (the Python ones start before the build and run beside it, the C++ ones as
+   soon as the build has linked them);
 4. every kind of fault gets its own verdict and leaves the other tests graded: the fake lab's
    tests pass, fail, abort, segfault, hang, exit(0) and forge a passing result file on purpose,
-   and a grader binary refuses to write a verdict without the runner's key;
+   and a grader binary refuses to write a verdict without the runner's key (the fake lab runs
+   beside the build too, once linked: _Beside);
 5. the stubs and the references are graded in one run, then each lab's known-wrong submissions
    in one, as a batch of submissions would be: a run's correctness tests side by side, each
    one's timed, counter and perf tests alone;
@@ -229,6 +231,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _section(out, "Build")
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
     beside = os.environ.get(BUILD_BESIDE_ENV, "1") != "0"
+    checks = _Beside.start(build_dir, seed, args.jobs, args.require_gpu,
+                           () if args.skip_shared else ("kit_unit_tests", "kit_fake_lab"))
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
         ensure_built(root, build_dir, _first_targets(root, labs, instructor) if beside else ["all"],
@@ -237,7 +241,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
         unit_tests.kill()
+        checks.built()  # what started runs to its end; nothing more starts
         return _finish(tally, out)
+    checks.built()
     tally.add(True, "the stubs' and solutions' graders build (the rest beside steps 2 to 5)"
               if beside else "the kit builds", out)
     rest = (_RestOfBuild(root, build_dir, _wrong_parts(root, labs, instructor)) if beside
@@ -249,7 +255,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                else _Edition.start(root, build_dir, args, seed))
     try:
         return _after_build(root, build_dir, labs, args, seed, instructor, edition, unit_tests,
-                            rest, tally, out)
+                            rest, checks, tally, out)
     finally:
         unit_tests.kill()
         if edition is not None:
@@ -258,7 +264,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
 def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Namespace,
                  seed: int, instructor: bool, edition: _Edition | None, unit_tests: _UnitTests,
-                 rest: _RestOfBuild | None, tally: Tally, out: TextIO) -> int:
+                 rest: _RestOfBuild | None, checks: _Beside, tally: Tally, out: TextIO) -> int:
     """Steps 2 to 11 (the module's docstring), after the build (or, with BUILD_BESIDE_ENV, its
     first part: `rest` is the rest, waited for before the known-wrong submissions)."""
     def rest_built() -> bool:
@@ -278,7 +284,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     if args.skip_shared:
         _skipped(tally, "the unit tests", out)
     else:
-        _cpp_unit_tests(bin_dir / "kit_unit_tests", tally, out)
+        checks.report("kit_unit_tests", tally, out)
         _python_unit_tests(unit_tests, tally, out)
 
     if (bin_dir / "kit_fake_lab").is_file():
@@ -286,7 +292,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
         if args.skip_shared:
             _skipped(tally, "the fake lab's verdicts", out)
         else:
-            _fake_lab(bin_dir, seed, args.jobs, gpu_needed, tally, out)
+            checks.report("kit_fake_lab", tally, out)
 
     _section(out, "Grading the stubs, the solutions and the known-wrong submissions")
     only = set(args.wrong) if args.wrong else None
@@ -364,13 +370,15 @@ BUILD_BESIDE_NICE = 10
 
 
 def _first_targets(root: Path, labs: Sequence[Lab], instructor: bool) -> list[str]:
-    """What steps 2 to 5 need before the known-wrong submissions (BUILD_BESIDE_ENV)."""
+    """What steps 2 to 5 need before the known-wrong submissions (BUILD_BESIDE_ENV). The C++
+    unit tests and the fake lab come as NAME_early, which builds NAME first in a fresh build
+    (CMake's kit_link_stamp): _Beside runs them as soon as they are linked."""
     names = grading_targets(root, labs, "student")
     if instructor:
         names += [n for n in grading_targets(root, labs, "reference") if n not in names]
-    names.append("kit_unit_tests")
+    names.append("kit_unit_tests_early")
     if (root / "grader" / "selftest" / "fake_lab.cu").is_file():
-        names.append("kit_fake_lab")
+        names.append("kit_fake_lab_early")
     return names
 
 
@@ -424,6 +432,76 @@ class _RestOfBuild:
             tally.add(not problems, "the whole tree builds (beside steps 2 to 5)", out)
             self.told = not problems
         return self.told
+
+
+class _Beside:
+    """Step 3's C++ unit tests and step 4's fake lab, run beside step 1's build: each starts as soon
+    as the build has linked its binary (CMake's kit_link_stamp touches <build dir>/NAME.linked in
+    the link's own Ninja step), in a thread of its own, into a tally and text of its own that
+    report() hands on at its step. The build is the CPU's work; the fake lab is 11 s of mostly
+    waiting for its hangs' time limits (three of 5 s), which the GPU, idle during the build, has
+    room for. A binary the build did not link (it was up to date) runs once the build is over."""
+
+    POLL_S = 0.1
+
+    def __init__(self, build_dir: Path, seed: int, jobs: int, gpu_needed: bool,
+                 names: Sequence[str]) -> None:
+        self.over = threading.Event()
+        self.results: dict[str, tuple[Tally, io.StringIO]] = {}
+        bin_dir = build_dir / "bin"
+        work: dict[str, Callable[[Tally, TextIO], None]] = {
+            "kit_unit_tests": lambda tally, out: _cpp_unit_tests(bin_dir / "kit_unit_tests",
+                                                                 tally, out),
+            "kit_fake_lab": lambda tally, out: _fake_lab(bin_dir, seed, jobs, gpu_needed, tally,
+                                                         out),
+        }
+        self.threads = []
+        for name in names:
+            stamp = build_dir / f"{name}.linked"
+            stamp.unlink(missing_ok=True)  # only a link of this build touches it again
+            thread = threading.Thread(target=self._run, args=(name, stamp, bin_dir / name,
+                                                              work[name]),
+                                      name=f"beside the build: {name}", daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    @classmethod
+    def start(cls, build_dir: Path, seed: int, jobs: int, gpu_needed: bool,
+              names: Sequence[str]) -> _Beside:
+        return cls(build_dir, seed, jobs, gpu_needed, names)
+
+    def _run(self, name: str, stamp: Path, binary: Path,
+             work: Callable[[Tally, TextIO], None]) -> None:
+        while not stamp.is_file() and not self.over.wait(self.POLL_S):
+            pass
+        if not binary.is_file():
+            return  # the build failed, or this tree has no such target
+        tally, text = Tally(), io.StringIO()
+        try:
+            work(tally, text)
+        except Exception as err:  # noqa: BLE001 - a check that raised is a failed check
+            tally.add(False, f"{name} ran (it raised {err!r})", text)
+        self.results[name] = (tally, text)
+
+    def built(self) -> None:
+        """The build is over: a binary whose link did not come now runs if it is there. Waits for
+        both: the fake lab sets KIT_FAKE_LAB in this process's environment while it runs, which
+        nothing started after the build may inherit."""
+        self.over.set()
+        for thread in self.threads:
+            thread.join()
+
+    def report(self, name: str, tally: Tally, out: TextIO) -> None:
+        """Adds `name`'s checks to `tally` and writes what it said, as if it ran here."""
+        if name not in self.results:
+            tally.add(False, f"{name} was built and ran", out)
+            return
+        own, text = self.results[name]
+        tally.passed += own.passed
+        tally.failed += own.failed
+        tally.failures += own.failures
+        tally.skips += own.skips
+        out.write(text.getvalue())
 
 
 def _wrong_parts(root: Path, labs: Sequence[Lab], instructor: bool) -> list[tuple[str, list[str]]]:
@@ -624,7 +702,7 @@ def run_python_unit_tests(grader_dir: str, report: str, shard: int = 0, shards: 
     failed, skipped) and failure text."""
     found = _flatten(unittest.defaultTestLoader.discover(str(Path(grader_dir) / "tests"),
                                                          top_level_dir=grader_dir))
-    tests = found[shard::shards]
+    tests = [test for unit in _shard_units(found)[shard::shards] for test in unit]
     suite = unittest.TestSuite(tests)
     result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
     problems = {str(test): text for test, text in result.failures + result.errors}
@@ -659,6 +737,31 @@ def _python_unit_tests(unit_tests: _UnitTests, tally: Tally, out: TextIO) -> Non
                 tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
     out.write(f"  {run} Python unit tests of the grader ({len(unit_tests.children)} "
               f"processes)\n")
+
+
+_NO_CLASS_FIXTURE = unittest.TestCase.setUpClass.__func__  # type: ignore[attr-defined]
+
+
+def _shard_units(tests: Sequence[unittest.TestCase]) -> list[list[unittest.TestCase]]:
+    """`tests` in the units a shard takes whole: the tests of a class with a class or module
+    fixture (setUpClass, setUpModule) together, so that one shard alone pays for the fixture;
+    every other test alone. Split test by test, each of the 16 shards ran the 4.5 s fixture of
+    test_runner's EveryVerdictTest, and the 16 shards took 70 s on the kit's build machine (2
+    cores) where they take 39-48 s now."""
+    units: list[list[unittest.TestCase]] = []
+    whole: dict[type, list[unittest.TestCase]] = {}
+    for test in tests:
+        cls = type(test)
+        module = sys.modules.get(cls.__module__)
+        fixture = getattr(cls.setUpClass, "__func__", None) is not _NO_CLASS_FIXTURE
+        if fixture or hasattr(module, "setUpModule"):
+            if cls not in whole:
+                whole[cls] = []
+                units.append(whole[cls])
+            whole[cls].append(test)
+        else:
+            units.append([test])
+    return units
 
 
 def _flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:

@@ -26,9 +26,10 @@ class FirstTargetsTest(unittest.TestCase):
     def test_the_graders_of_stubs_and_solutions_the_unit_tests_and_the_fake_lab(self) -> None:
         labs = [make_lab("01_alpha"), make_lab("02_beta")]
         names = selftest._first_targets(ROOT, labs, instructor=True)
-        self.assertIn("kit_unit_tests", names)
+        # Each through its _early target, which has it linked among the first (_Beside).
+        self.assertIn("kit_unit_tests_early", names)
         # The fake lab where this tree has it (a student edition has no grader/selftest/).
-        self.assertEqual("kit_fake_lab" in names,
+        self.assertEqual("kit_fake_lab_early" in names,
                          (ROOT / "grader" / "selftest" / "fake_lab.cu").is_file())
         self.assertNotIn("all", names)
         self.assertEqual(len(names), len(set(names)))
@@ -188,3 +189,98 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BesideTheBuildTest(unittest.TestCase):
+    """Step 3's C++ unit tests and step 4's fake lab run as soon as the build has linked them
+    (<build dir>/NAME.linked), and report at their own steps."""
+
+    def test_a_check_starts_when_its_stamp_appears_and_reports_at_its_step(self) -> None:
+        ran = threading.Event()
+
+        def unit_tests(binary, tally, out):  # type: ignore[no-untyped-def]
+            tally.add(True, "one", out)
+            tally.add(False, "two", out)
+            ran.set()
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest, "_cpp_unit_tests", unit_tests):
+            build = Path(tmp)
+            (build / "bin").mkdir()
+            (build / "bin" / "kit_unit_tests").touch()
+            (build / "kit_unit_tests.linked").touch()  # a stamp of an earlier build
+            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            self.assertFalse(ran.wait(0.3))  # the old stamp was removed: not linked yet
+            (build / "kit_unit_tests.linked").touch()
+            self.assertTrue(ran.wait(5))  # linked: it runs while the build goes on
+            beside.built()
+            tally, out = selftest.Tally(), io.StringIO()
+            beside.report("kit_unit_tests", tally, out)
+        self.assertEqual((tally.passed, tally.failed, tally.failures), (1, 1, ["two"]))
+        self.assertIn("FAILED   two", out.getvalue())
+
+    def test_an_up_to_date_binary_runs_once_the_build_is_over(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest, "_cpp_unit_tests",
+                                  lambda binary, tally, out: tally.add(True, "ran", out)):
+            build = Path(tmp)
+            (build / "bin").mkdir()
+            (build / "bin" / "kit_unit_tests").touch()
+            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            beside.built()  # no link came: the build found it up to date
+            tally = selftest.Tally()
+            beside.report("kit_unit_tests", tally, io.StringIO())
+        self.assertEqual(tally.passed, 1)
+
+    def test_a_binary_the_build_did_not_make_is_a_failed_check(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            beside = selftest._Beside.start(Path(tmp), 1, 2, False, ["kit_fake_lab"])
+            beside.built()
+            tally = selftest.Tally()
+            beside.report("kit_fake_lab", tally, io.StringIO())
+        self.assertEqual((tally.passed, tally.failed), (0, 1))
+
+    def test_a_check_that_raises_is_a_failed_check(self) -> None:
+        def raises(binary, tally, out):  # type: ignore[no-untyped-def]
+            raise OSError("no such file")
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest, "_cpp_unit_tests", raises):
+            build = Path(tmp)
+            (build / "bin").mkdir()
+            (build / "bin" / "kit_unit_tests").touch()
+            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            beside.built()
+            tally = selftest.Tally()
+            beside.report("kit_unit_tests", tally, io.StringIO())
+        self.assertEqual(tally.failed, 1)
+        self.assertIn("no such file", tally.failures[0])
+
+
+class ShardUnitsTest(unittest.TestCase):
+    def test_a_class_with_a_fixture_is_one_unit_every_other_test_its_own(self) -> None:
+        # Made here, not at module level, so that discovery does not run them as tests.
+        class Plain(unittest.TestCase):
+            def test_a(self) -> None: ...
+
+            def test_b(self) -> None: ...
+
+        class Fixture(unittest.TestCase):
+            @classmethod
+            def setUpClass(cls) -> None: ...
+
+            def test_a(self) -> None: ...
+
+            def test_b(self) -> None: ...
+
+        class InheritsTheFixture(Fixture):
+            pass
+
+        tests = [Plain("test_a"), Fixture("test_a"), Plain("test_b"), Fixture("test_b"),
+                 InheritsTheFixture("test_a"), InheritsTheFixture("test_b")]
+        units = selftest._shard_units(tests)
+        self.assertEqual([[type(t).__name__ + "." + t._testMethodName for t in unit]
+                          for unit in units],
+                         [["Plain.test_a"], ["Fixture.test_a", "Fixture.test_b"],
+                          ["Plain.test_b"],
+                          ["InheritsTheFixture.test_a", "InheritsTheFixture.test_b"]])
