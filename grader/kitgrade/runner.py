@@ -769,11 +769,12 @@ def _drain(finished: queue.SimpleQueue[TestResult], on_result: ResultCallback) -
 SECONDS_FILE = "kit-test-seconds.json"
 """In a build directory: how long each correctness test took when it was last graded there."""
 BALANCE_ENV = "KIT_SHARD_BALANCE"
-"""Set to 1, a lab's correctness tests are split over its processes by the times of the last
-grading (TestSeconds); otherwise interleaved. Off by default: on an H100 (2026-11-27, two
-interleaved rounds) the correctness phase took 11.02 and 10.92 s with it, 10.47 and 10.56 s
-without: the recorded times, taken with a dozen processes contending for the driver, do not
-predict the next grading's well enough to beat interleaving."""
+"""Unless set to 0, a lab's correctness tests are split over its processes by the times of the
+last grading (TestSeconds) where most are known; otherwise interleaved. On an H200 (session 30,
+`bench-grader --versus KIT_SHARD_BALANCE=1`, three interleaved rounds) the correctness phase took
+6.70 s (6.69-6.92) with it, 7.10 s (6.89-7.37) without: lab 07's two processes had 4.3 and 2.5 s
+of tests interleaved, and its last ended 0.6 s after every other lab's. (On an H100 of
+2026-11-27, with the kit of then, it was 0.45 s slower, and off by default until session 30.)"""
 
 
 class TestSeconds:
@@ -839,12 +840,12 @@ def _sanitizer_cost(spec: protocol.TestSpec) -> int:
 
 def _split(tests: list[protocol.TestSpec], shards: int,
            seconds: dict[str, float]) -> list[list[protocol.TestSpec]]:
-    """`tests` over `shards` processes. With KIT_SHARD_BALANCE=1 and the times of most of them
-    known (TestSeconds), longest first, each to the process with the least so far (a test
+    """`tests` over `shards` processes. With the times of most of them known (TestSeconds), and
+    unless KIT_SHARD_BALANCE=0, longest first, each to the process with the least so far (a test
     without a time counts as the median of those with one); each process then runs its tests in
     the listing's order. Otherwise interleaved (_slice)."""
     timed = [seconds[s.id] for s in tests if s.id in seconds]
-    if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) != "1":
+    if shards <= 1 or len(timed) * 2 < len(tests) or os.environ.get(BALANCE_ENV) == "0":
         return [_slice(tests, i, shards) for i in range(shards)]
     typical = sorted(timed)[len(timed) // 2]
     cost = {s.id: seconds.get(s.id, typical) for s in tests}

@@ -988,16 +988,22 @@ class BalancedSplitTest(unittest.TestCase):
         self.assertEqual([[s.id for s in p] for p in parts],
                          [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
 
-    def test_without_most_times_or_unless_turned_on_tests_interleave(self) -> None:
+    def test_without_most_times_or_when_turned_off_tests_interleave(self) -> None:
         interleaved = [["S.a", "S.c", "S.e"], ["S.b", "S.d", "S.f"]]
         with fake_env(KIT_SHARD_BALANCE="1"):
             few = runner._split(self.SPECS, 2, {"S.b": 5.0, "S.d": 1.0})
         self.assertEqual([[s.id for s in p] for p in few], interleaved)
         all_known = {s.id: float(i) for i, s in enumerate(self.SPECS)}
-        for off in ("0", ""):  # the default: off
-            with fake_env(KIT_SHARD_BALANCE=off):
-                parts = runner._split(self.SPECS, 2, all_known)
-            self.assertEqual([[s.id for s in p] for p in parts], interleaved)
+        with fake_env(KIT_SHARD_BALANCE="0"):
+            parts = runner._split(self.SPECS, 2, all_known)
+        self.assertEqual([[s.id for s in p] for p in parts], interleaved)
+
+    def test_balanced_by_default(self) -> None:
+        seconds = {"S.a": 0.1, "S.b": 5.0, "S.c": 0.1, "S.d": 0.1, "S.e": 0.1, "S.f": 0.1}
+        with fake_env(KIT_SHARD_BALANCE=""):
+            parts = runner._split(self.SPECS, 2, seconds)
+        self.assertEqual([[s.id for s in p] for p in parts],
+                         [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
 
     def test_the_file_keeps_the_newest_times_and_ignores_what_it_cannot_read(self) -> None:
         tmp = Path(tempfile.mkdtemp())
