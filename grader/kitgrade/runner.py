@@ -317,15 +317,6 @@ SANITIZER_SESSIONS = 4
 """compute-sanitizer runs at once, at most: each holds two processes (a judge and its worker)
 under the tool, and a GPU's memory for the tool's state."""
 
-COUNTER_SESSIONS_ENV = "KIT_COUNTER_SESSIONS"
-"""Sets COUNTER_SESSIONS (bench-grader --versus, the selftest's known-wrong runs)."""
-
-
-def _counter_sessions() -> int:
-    value = os.environ.get(COUNTER_SESSIONS_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else COUNTER_SESSIONS
-
-
 COUNTER_SESSIONS = 8
 """Nsight Compute runs at once, at most (COUNTER_SESSIONS_ENV sets another number). A counter is
 a count of one kernel's events (sectors, bank conflicts), the same whatever runs beside it, and
@@ -333,6 +324,14 @@ ncu profiles one kernel at a time across processes (its lock file): side by side
 starts overlap, not their profiling. A reference grading has four counter tests; the selftest's
 known-wrong runs have up to 45 (lab 03): on an H200 their counter phases took 10 s (lab 03) and
 5 s (lab 04) with 8 at once, 13 s and 6 s with 4 (session 30, one selftest each)."""
+COUNTER_SESSIONS_ENV = "KIT_COUNTER_SESSIONS"
+"""Set to a number, the most Nsight Compute runs at once instead (bench-grader --versus)."""
+
+
+def _counter_sessions() -> int:
+    value = os.environ.get(COUNTER_SESSIONS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else COUNTER_SESSIONS
+
 
 ALONE_KINDS = ("timed", "perf")
 """The kinds of test a process runs with nothing else on the GPU (counter tests run under

@@ -231,8 +231,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     _section(out, "Build")
     instructor = (root / "solutions").is_dir()  # a student edition (kit.py release) has none
     beside = os.environ.get(BUILD_BESIDE_ENV, "1") != "0"
-    checks = _Beside.start(build_dir, seed, args.jobs, args.require_gpu,
-                           () if args.skip_shared else ("kit_unit_tests", "kit_fake_lab"))
+    checks = _Beside(build_dir, seed, args.jobs, args.require_gpu,
+                     () if args.skip_shared else ("kit_unit_tests", "kit_fake_lab"))
     try:
         configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
         ensure_built(root, build_dir, _first_targets(root, labs, instructor) if beside else ["all"],
@@ -241,7 +241,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
         unit_tests.kill()
-        checks.built()  # what started runs to its end; nothing more starts
+        checks.built(failed=True)  # what started runs to its end; nothing more starts
         return _finish(tally, out)
     checks.built()
     tally.add(True, "the stubs' and solutions' graders build (the rest beside steps 2 to 5)"
@@ -447,6 +447,7 @@ class _Beside:
     def __init__(self, build_dir: Path, seed: int, jobs: int, gpu_needed: bool,
                  names: Sequence[str]) -> None:
         self.over = threading.Event()
+        self.failed = False
         self.results: dict[str, tuple[Tally, io.StringIO]] = {}
         bin_dir = build_dir / "bin"
         work: dict[str, Callable[[Tally, TextIO], None]] = {
@@ -465,17 +466,12 @@ class _Beside:
             thread.start()
             self.threads.append(thread)
 
-    @classmethod
-    def start(cls, build_dir: Path, seed: int, jobs: int, gpu_needed: bool,
-              names: Sequence[str]) -> _Beside:
-        return cls(build_dir, seed, jobs, gpu_needed, names)
-
     def _run(self, name: str, stamp: Path, binary: Path,
              work: Callable[[Tally, TextIO], None]) -> None:
         while not stamp.is_file() and not self.over.wait(self.POLL_S):
             pass
-        if not binary.is_file():
-            return  # the build failed, or this tree has no such target
+        if not stamp.is_file() and (self.failed or not binary.is_file()):
+            return  # not linked by a build that failed (an old binary), or no such target
         tally, text = Tally(), io.StringIO()
         try:
             work(tally, text)
@@ -483,10 +479,12 @@ class _Beside:
             tally.add(False, f"{name} ran (it raised {err!r})", text)
         self.results[name] = (tally, text)
 
-    def built(self) -> None:
-        """The build is over: a binary whose link did not come now runs if it is there. Waits for
-        both: the fake lab sets KIT_FAKE_LAB in this process's environment while it runs, which
-        nothing started after the build may inherit."""
+    def built(self, failed: bool = False) -> None:
+        """The build is over: a binary whose link did not come now runs if it is there (it was up
+        to date), unless the build `failed`. Waits for both: the fake lab sets KIT_FAKE_LAB in
+        this process's environment while it runs, which nothing started after the build may
+        inherit."""
+        self.failed = failed
         self.over.set()
         for thread in self.threads:
             thread.join()
@@ -749,18 +747,20 @@ def _shard_units(tests: Sequence[unittest.TestCase]) -> list[list[unittest.TestC
     test_runner's EveryVerdictTest, and the 16 shards took 70 s on the kit's build machine (2
     cores) where they take 39-48 s now."""
     units: list[list[unittest.TestCase]] = []
-    whole: dict[type, list[unittest.TestCase]] = {}
+    whole: dict[object, list[unittest.TestCase]] = {}
     for test in tests:
         cls = type(test)
         module = sys.modules.get(cls.__module__)
-        fixture = getattr(cls.setUpClass, "__func__", None) is not _NO_CLASS_FIXTURE
-        if fixture or hasattr(module, "setUpModule"):
-            if cls not in whole:
-                whole[cls] = []
-                units.append(whole[cls])
-            whole[cls].append(test)
-        else:
+        key: object = (module if hasattr(module, "setUpModule") else
+                       cls if getattr(cls.setUpClass, "__func__", None) is not _NO_CLASS_FIXTURE
+                       else None)
+        if key is None:
             units.append([test])
+            continue
+        if key not in whole:
+            whole[key] = []
+            units.append(whole[key])
+        whole[key].append(test)
     return units
 
 

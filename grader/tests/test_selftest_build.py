@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 import tempfile
 import threading
+import types
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -209,7 +211,7 @@ class BesideTheBuildTest(unittest.TestCase):
             (build / "bin").mkdir()
             (build / "bin" / "kit_unit_tests").touch()
             (build / "kit_unit_tests.linked").touch()  # a stamp of an earlier build
-            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            beside = selftest._Beside(build, 1, 2, False, ["kit_unit_tests"])
             self.assertFalse(ran.wait(0.3))  # the old stamp was removed: not linked yet
             (build / "kit_unit_tests.linked").touch()
             self.assertTrue(ran.wait(5))  # linked: it runs while the build goes on
@@ -226,15 +228,27 @@ class BesideTheBuildTest(unittest.TestCase):
             build = Path(tmp)
             (build / "bin").mkdir()
             (build / "bin" / "kit_unit_tests").touch()
-            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            beside = selftest._Beside(build, 1, 2, False, ["kit_unit_tests"])
             beside.built()  # no link came: the build found it up to date
             tally = selftest.Tally()
             beside.report("kit_unit_tests", tally, io.StringIO())
         self.assertEqual(tally.passed, 1)
 
+    def test_after_a_failed_build_an_old_binary_does_not_run(self) -> None:
+        ran = []
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(selftest, "_cpp_unit_tests",
+                                  lambda binary, tally, out: ran.append(binary)):
+            build = Path(tmp)
+            (build / "bin").mkdir()
+            (build / "bin" / "kit_unit_tests").touch()
+            beside = selftest._Beside(build, 1, 2, False, ["kit_unit_tests"])
+            beside.built(failed=True)
+        self.assertEqual(ran, [])
+
     def test_a_binary_the_build_did_not_make_is_a_failed_check(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            beside = selftest._Beside.start(Path(tmp), 1, 2, False, ["kit_fake_lab"])
+            beside = selftest._Beside(Path(tmp), 1, 2, False, ["kit_fake_lab"])
             beside.built()
             tally = selftest.Tally()
             beside.report("kit_fake_lab", tally, io.StringIO())
@@ -249,7 +263,7 @@ class BesideTheBuildTest(unittest.TestCase):
             build = Path(tmp)
             (build / "bin").mkdir()
             (build / "bin" / "kit_unit_tests").touch()
-            beside = selftest._Beside.start(build, 1, 2, False, ["kit_unit_tests"])
+            beside = selftest._Beside(build, 1, 2, False, ["kit_unit_tests"])
             beside.built()
             tally = selftest.Tally()
             beside.report("kit_unit_tests", tally, io.StringIO())
@@ -284,3 +298,19 @@ class ShardUnitsTest(unittest.TestCase):
                          [["Plain.test_a"], ["Fixture.test_a", "Fixture.test_b"],
                           ["Plain.test_b"],
                           ["InheritsTheFixture.test_a", "InheritsTheFixture.test_b"]])
+
+    def test_the_classes_of_a_module_with_a_fixture_are_one_unit(self) -> None:
+        module = types.ModuleType("kit_test_module_with_a_fixture")
+        module.setUpModule = lambda: None  # type: ignore[attr-defined]
+        self.addCleanup(sys.modules.pop, module.__name__, None)
+        sys.modules[module.__name__] = module
+
+        class One(unittest.TestCase):
+            def test_a(self) -> None: ...
+
+        class Two(unittest.TestCase):
+            def test_a(self) -> None: ...
+
+        One.__module__ = Two.__module__ = module.__name__
+        units = selftest._shard_units([One("test_a"), Two("test_a")])
+        self.assertEqual([[type(t).__name__ for t in unit] for unit in units], [["One", "Two"]])
