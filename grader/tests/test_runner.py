@@ -983,10 +983,11 @@ class BalancedSplitTest(unittest.TestCase):
 
     def test_longest_first_to_the_least_loaded_process_in_listing_order(self) -> None:
         seconds = {"S.a": 0.1, "S.b": 5.0, "S.c": 0.1, "S.d": 0.1, "S.e": 0.1, "S.f": 0.1}
-        with fake_env(KIT_SHARD_BALANCE="1"):
-            parts = runner._split(self.SPECS, 2, seconds)
-        self.assertEqual([[s.id for s in p] for p in parts],
-                         [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
+        for on in ("1", ""):  # the default: on
+            with fake_env(KIT_SHARD_BALANCE=on):
+                parts = runner._split(self.SPECS, 2, seconds)
+            self.assertEqual([[s.id for s in p] for p in parts],
+                             [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
 
     def test_without_most_times_or_when_turned_off_tests_interleave(self) -> None:
         interleaved = [["S.a", "S.c", "S.e"], ["S.b", "S.d", "S.f"]]
@@ -997,13 +998,6 @@ class BalancedSplitTest(unittest.TestCase):
         with fake_env(KIT_SHARD_BALANCE="0"):
             parts = runner._split(self.SPECS, 2, all_known)
         self.assertEqual([[s.id for s in p] for p in parts], interleaved)
-
-    def test_balanced_by_default(self) -> None:
-        seconds = {"S.a": 0.1, "S.b": 5.0, "S.c": 0.1, "S.d": 0.1, "S.e": 0.1, "S.f": 0.1}
-        with fake_env(KIT_SHARD_BALANCE=""):
-            parts = runner._split(self.SPECS, 2, seconds)
-        self.assertEqual([[s.id for s in p] for p in parts],
-                         [["S.b"], ["S.a", "S.c", "S.d", "S.e", "S.f"]])
 
     def test_the_file_keeps_the_newest_times_and_ignores_what_it_cannot_read(self) -> None:
         tmp = Path(tempfile.mkdtemp())
