@@ -328,9 +328,14 @@ COUNTER_SESSIONS_ENV = "KIT_COUNTER_SESSIONS"
 """Set to a number, the most Nsight Compute runs at once instead (bench-grader --versus)."""
 
 
+def _env_count(name: str) -> int | None:
+    """The positive whole number the environment variable `name` holds, else None."""
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def _counter_sessions() -> int:
-    value = os.environ.get(COUNTER_SESSIONS_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else COUNTER_SESSIONS
+    return _env_count(COUNTER_SESSIONS_ENV) or COUNTER_SESSIONS
 
 
 ALONE_KINDS = ("timed", "perf")
@@ -822,10 +827,7 @@ by default --jobs divided by the labs graded (2 for 7 labs at --jobs 16)."""
 
 def _lab_shards(jobs: int, labs: int) -> int:
     """The most processes each lab's correctness tests may take (SHARDS_ENV)."""
-    value = os.environ.get(SHARDS_ENV, "")
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    return jobs // max(1, labs)
+    return _env_count(SHARDS_ENV) or jobs // max(1, labs)
 
 
 SANITIZER_COST = {"synccheck": 0, "initcheck": 1, "memcheck": 2, "racecheck": 3}
