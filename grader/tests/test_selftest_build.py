@@ -45,6 +45,29 @@ class FirstTargetsTest(unittest.TestCase):
         self.assertIn(selftest.runner.target_name(labs[0], "student"), names)
 
 
+class LabsOptionTest(unittest.TestCase):
+    def test_step_1_builds_every_labs_graders_for_the_check_also_with_labs(self) -> None:
+        # Step 2's kit.py check lists every lab's tests: with --labs on a fresh build directory,
+        # step 1 built only the named labs' graders and the check failed on the others.
+        from kitgrade.context import Context
+        built = []
+
+        def first_build(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
+            built.extend(targets)
+            raise BuildError("stop here", output="")
+
+        labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
+        args = types.SimpleNamespace(
+            plan=None, build_dir=Path(tempfile.mkdtemp()), labs=[labs[1].id], skip_shared=True,
+            jobs=1, seed=1, require_gpu=False, require_docs=False, skip_edition=True, wrong=None)
+        out = io.StringIO()
+        with mock.patch.object(selftest, "configure"), \
+                mock.patch.object(selftest, "ensure_built", first_build):
+            self.assertNotEqual(selftest._cmd_selftest(args, Context(ROOT, out, out)), 0)
+        for lab in labs:
+            self.assertIn(selftest.runner.target_name(lab, "student"), built)
+
+
 class RestOfBuildTest(unittest.TestCase):
     def test_each_labs_part_then_everything_niced_in_the_background_counted_once(self) -> None:
         release = threading.Event()
