@@ -48,6 +48,15 @@ class LabShardsTest(unittest.TestCase):
             with fake_env(KIT_LAB_SHARDS=ignored):
                 self.assertEqual(runner._lab_shards(16, 7), 2)
 
+    def test_tool_sessions_unless_the_settings_say(self) -> None:
+        with fake_env():
+            self.assertEqual((runner._sanitizer_sessions(), runner._counter_sessions()),
+                             (runner.SANITIZER_SESSIONS, runner.COUNTER_SESSIONS))
+        with fake_env(KIT_SANITIZER_SESSIONS="8", KIT_COUNTER_SESSIONS="2"):
+            self.assertEqual((runner._sanitizer_sessions(), runner._counter_sessions()), (8, 2))
+        with fake_env(KIT_SANITIZER_SESSIONS="0"):
+            self.assertEqual(runner._sanitizer_sessions(), runner.SANITIZER_SESSIONS)
+
 
 class SliceTest(unittest.TestCase):
     """A lab's tests split over processes: each exactly once, neighbours apart."""
