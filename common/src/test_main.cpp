@@ -2,8 +2,7 @@
 // the runner (grader/kit.py) without running any test:
 //   --kit_list    the tests with their lab step, kind, points, title and whether each is hidden
 //                 (instructor only, KIT_HIDDEN_TEST), as JSON
-//   --kit_device  the GPU this binary would run on, as JSON (with --kit_hold after it, the
-//                 process then keeps a CUDA context open until its standard input closes)
+//   --kit_device  the GPU this binary would run on, as JSON
 // and, when the runner grades tests, writes the verdicts it trusts:
 //   --kit_verdicts=DIR   as each test ends, write its result to DIR/NNNNNN.json (NNNNNN counts
 //                        from 0), signed with the run key
@@ -467,18 +466,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kit_list") == 0) return list_tests();
     if (std::strcmp(argv[i], "--kit_device") == 0) {
-      const bool hold = i + 1 < argc && std::strcmp(argv[i + 1], "--kit_hold") == 0;
-      const kit::DeviceInfo device = kit::query_device();
-      // --kit_hold: the runner's keeper. The context made here stays open until the runner
-      // closes this process's standard input, at the end of its grading: a context is made
-      // faster while another is open on the GPU (docs/grading.md, "The device query").
-      if (hold && device.available) cudaFree(nullptr);
-      std::cout << kit::to_json(device) << std::endl;
-      if (hold) {
-        char buffer[64];
-        while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {
-        }
-      }
+      std::cout << kit::to_json(kit::query_device()) << std::endl;
       return 0;
     }
   }

@@ -36,7 +36,6 @@ import json
 import os
 import re
 import secrets
-import select
 import signal
 import subprocess
 import tempfile
@@ -171,11 +170,6 @@ def query_device(binary: Path) -> dict[str, Any]:
         why = (f"did not finish within {PROBE_TIMEOUT_S:g} s" if returncode is None
                else exit_text(returncode))
         return {"available": False, "reason": f"could not query the device: --kit_device {why}"}
-    return _device_answer(stdout)
-
-
-def _device_answer(stdout: str) -> dict[str, Any]:
-    """--kit_device's JSON, or why it is not an answer."""
     try:
         data = json.loads(stdout)
     except json.JSONDecodeError:
@@ -183,82 +177,6 @@ def _device_answer(stdout: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("available"), bool):
         return {"available": False, "reason": "could not query the device: unexpected output"}
     return data
-
-
-class DeviceHold:
-    """The device query of a grading whose process stays, holding its CUDA context, until
-    release(): ``BIN --kit_device --kit_hold`` answers as --kit_device does, then waits for its
-    standard input to close. While a context is open on the GPU, the driver makes the next ones
-    faster (an H200, session 31: 115 ms alone instead of 210, and a reference grading of the
-    seven labs 0.3-0.5 s shorter), and a grading's first contexts are made when none is open:
-    its listing, which needs none, is all that runs before them. Only a judge binary is held
-    (the kit's code: a student's runs in its worker), and the process holds nothing else."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-        self._released = False
-
-    def query(self, binary: Path) -> dict[str, Any]:
-        """Starts ``binary --kit_device --kit_hold`` and returns its answer, as query_device."""
-        why = None
-        with self._lock:
-            if self._released:
-                return query_device(binary)
-            try:
-                self._proc = subprocess.Popen(
-                    [str(binary), "--kit_device", "--kit_hold"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ),
-                    start_new_session=True)
-            except OSError as error:
-                return {"available": False,
-                        "reason": f"could not query the device: cannot run it: {error.strerror}"}
-            proc = self._proc
-            with _live_lock:
-                _live.add(proc)
-        assert proc.stdout is not None
-        line = b""
-        deadline = time.monotonic() + PROBE_TIMEOUT_S
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-                why = f"did not answer within {PROBE_TIMEOUT_S:g} s"
-                break
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                returncode = proc.wait()
-                why = None if returncode == 0 and line else exit_text(returncode)
-                break
-            line += chunk
-        if why is not None:
-            self.release()
-            return {"available": False,
-                    "reason": f"could not query the device: --kit_device {why}"}
-        answer = _device_answer(line.decode("utf-8", "replace"))
-        if not answer.get("available"):
-            self.release()  # no context to hold
-        return answer
-
-    def release(self) -> None:
-        """Ends the held process (its context with it); again, or without a query, nothing."""
-        with self._lock:
-            self._released = True
-            proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(OSError):
-            assert proc.stdin is not None
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        _kill_group(proc)
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        with _live_lock:
-            _live.discard(proc)
 
 
 JUDGE_GRACE_S = 30.0

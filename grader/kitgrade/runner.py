@@ -252,25 +252,19 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     result = RunResult(options.seed, options.variant, {}, started)
     # The device query (a lab binary's --kit_device: a process that makes a CUDA context, 0.2 to
     # 0.3 s) runs beside the labs' listing, which needs no GPU; its answer, and the GPU's lock,
-    # are taken when the first test is about to run. Its process holds its context until the
-    # grading ends (protocol.DeviceHold; HOLD_ENV=0: it ends at once).
-    hold = protocol.DeviceHold() if os.environ.get(HOLD_ENV, "1") != "0" else None
-    try:
-        with ThreadPoolExecutor(max_workers=1) as query, contextlib.ExitStack() as held:
-            asked = query.submit(_device, targets, hold)
+    # are taken when the first test is about to run.
+    with ThreadPoolExecutor(max_workers=1) as query, contextlib.ExitStack() as held:
+        asked = query.submit(_device, targets)
 
-            def device() -> tuple[bool, gpu_lock.GpuLock]:
-                result.device = asked.result()
-                lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device)))
-                return result.gpu_available, lock
+        def device() -> tuple[bool, gpu_lock.GpuLock]:
+            result.device = asked.result()
+            lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device)))
+            return result.gpu_available, lock
 
-            result.labs = grade_labs(targets, options, on_result or (lambda _: None),
-                                     timings=result.timings, device=device)
-            if not result.device:
-                result.device = asked.result()
-    finally:
-        if hold is not None:
-            hold.release()
+        result.labs = grade_labs(targets, options, on_result or (lambda _: None),
+                                 timings=result.timings, device=device)
+        if not result.device:
+            result.device = asked.result()
     changed |= {binary for binary, digest in judges.items() if _digest(binary) != digest}
     for target, lab in zip(targets, result.labs):
         if target.binary in changed:
@@ -1133,18 +1127,9 @@ def _result(lab: Lab, spec: protocol.TestSpec, outcome: protocol.Outcome) -> Tes
     )
 
 
-HOLD_ENV = "KIT_DEVICE_HOLD"
-"""Set to 0, the device query's process ends at once instead of holding its CUDA context until
-the grading ends (protocol.DeviceHold; bench-grader --versus KIT_DEVICE_HOLD=0)."""
-
-
-def _device(targets: Sequence[LabTarget],
-            hold: protocol.DeviceHold | None = None) -> dict[str, object]:
-    """The GPU as seen by the first lab binary that exists (they all link the same code); held
-    by `hold` when that binary is a judge (no student code runs in it)."""
+def _device(targets: Sequence[LabTarget]) -> dict[str, object]:
+    """The GPU as seen by the first lab binary that exists (they all link the same code)."""
     for target in targets:
         if target.binary.is_file():
-            if hold is not None and target.worker is not None:
-                return hold.query(target.binary)
             return protocol.query_device(target.binary)
     return {"available": False, "reason": "no lab binary to query the device with"}

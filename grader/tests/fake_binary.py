@@ -7,8 +7,6 @@ Its name says what it is, like the real ones: grade_01_alpha is the student buil
 
     --kit_list                 the tests below, as JSON
     --kit_device               a fake H100 when FAKE_GPU=1, else {"available": false}
-    --kit_device --kit_hold    the same, then waits for stdin to close (FAKE_LOG: "held",
-                               "released")
     --gtest_filter=ID:ID... --kit_verdicts=DIR   run those tests in TESTS order, writing each
                                one's GoogleTest-style JSON to DIR/NNNNNN.json as it ends, signed
                                with the key read from the pipe KIT_NONCE_FD names, as the kit's
@@ -132,17 +130,6 @@ def kit_device() -> int:
     else:
         print(json.dumps({"available": False, "reason": "no CUDA device"}))
     return 0
-
-
-JUDGE_FLAGS = ("--kit_worker=", "--kit_variant=", "--kit_worker_queues=")
-
-
-def note(what: str) -> None:
-    """Appends "<what> <monotonic time>" to FAKE_LOG, when set."""
-    log = os.environ.get("FAKE_LOG")
-    if log:
-        with open(log, "a") as f:
-            f.write(f"{what} {time.monotonic()}\n")
 
 
 def gtest_json(test_id: str, result: str, failures: list[str], props: dict[str, str]) -> dict:
@@ -329,22 +316,10 @@ def run_filtered(lab: str, test_filter: str) -> int:
 
 def main(argv: list[str]) -> int:
     lab, variant = program()
-    # A judge's arguments (LabTarget.judge_args, and the time limit the runner gives a judge):
-    # the fake judge runs the tests itself.
-    if any(arg.startswith(JUDGE_FLAGS) for arg in argv):
-        argv = [arg for arg in argv if not arg.startswith((*JUDGE_FLAGS, "--kit_timeout="))]
     if argv == ["--kit_list"]:
         return kit_list(lab, variant)
     if argv == ["--kit_device"]:
         return kit_device()
-    if argv == ["--kit_device", "--kit_hold"]:  # the runner's keeper (protocol.DeviceHold)
-        kit_device()
-        sys.stdout.flush()
-        note("held")
-        while sys.stdin.buffer.read(64):
-            pass
-        note("released")
-        return 0
     flags = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     global VERDICT_DIR, NONCE, COUNTERS_PROFILED
     # What the runner adds for a counter test: the judge's flag, and with it the time limit that

@@ -275,7 +275,7 @@ class JudgeChangedTest(unittest.TestCase):
         for tamper in (False, True):
             with self.subTest(tamper=tamper), \
                     mock.patch.object(runner, "grade_labs", grade), \
-                    mock.patch.object(runner, "_device", lambda *_: {"available": False}):
+                    mock.patch.object(runner, "_device", lambda _: {"available": False}):
                 result = runner.run([target], options).labs[0]
             if tamper:
                 self.assertEqual(result.score, 0)
@@ -308,7 +308,7 @@ class JudgeChangedTest(unittest.TestCase):
         options = runner.RunOptions("student", 1, 1, pinned_judges={})
         scores = []
         with mock.patch.object(runner, "grade_labs", grade), \
-                mock.patch.object(runner, "_device", lambda *_: {"available": False}):
+                mock.patch.object(runner, "_device", lambda _: {"available": False}):
             missing = runner.LabTarget(lab, tmp / "grade_02_not_built", worker=tmp / "w")
             runner.run([missing], options)  # a judge not built yet pins nothing
             self.assertEqual(options.pinned_judges, {})

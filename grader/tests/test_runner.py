@@ -635,65 +635,14 @@ class PerfAndDeviceTest(unittest.TestCase):
             self.assertEqual(protocol.query_device(binary),
                              {"available": False, "reason": NO_DEVICE_REASON})
 
-    def test_a_held_device_query_keeps_its_process_until_released(self) -> None:
-        binary = make_fake_binary(self.tmp, "01_alpha")
-        log = self.tmp / "events.log"
-        with fake_env(FAKE_GPU="1", FAKE_LOG=str(log)):
-            hold = protocol.DeviceHold()
-            self.assertEqual(hold.query(binary)["name"], "Fake H100")
-            self.assertIsNone(hold._proc.poll())  # still holding
-            hold.release()
-            hold.release()  # again: nothing
-        self.assertEqual([line.split()[0] for line in log.read_text().splitlines()],
-                         ["held", "released"])
-        with fake_env():  # no GPU: nothing to hold, so the process is not kept
-            hold = protocol.DeviceHold()
-            self.assertEqual(hold.query(binary),
-                             {"available": False, "reason": NO_DEVICE_REASON})
-            self.assertIsNone(hold._proc)
-
-    def test_a_held_device_query_that_fails_says_why(self) -> None:
-        broken = self.tmp / "broken"
-        broken.write_text("#!/bin/sh\nexit 3\n")
-        broken.chmod(0o755)
-        hold = protocol.DeviceHold()
-        answer = hold.query(broken)
-        self.assertFalse(answer["available"])
-        self.assertIn("--kit_device exited with code 3", answer["reason"])
-        self.assertIsNone(hold._proc)
-        garbage = self.tmp / "garbage"
-        garbage.write_text("#!/bin/sh\necho not json\nsleep 30\n")
-        garbage.chmod(0o755)
-        hold = protocol.DeviceHold()
-        started = time.monotonic()
-        self.assertIn("unexpected output", hold.query(garbage)["reason"])
-        self.assertIsNone(hold._proc)  # released: the sleep was killed
-        self.assertLess(time.monotonic() - started, 10)
-
-    def test_a_grading_holds_its_judge_s_device_query_until_it_ends(self) -> None:
-        log = self.tmp / "events.log"
-        judge = make_fake_binary(self.tmp / "bin", "01_alpha")
-        target = runner.LabTarget(make_lab("01_alpha"), judge, worker=self.tmp / "worker")
-        for hold, expected in (("1", ["held", "start", "end", "start", "end", "released"]),
-                               ("0", ["start", "end", "start", "end"])):
-            log.unlink(missing_ok=True)
-            with self.subTest(hold=hold), fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu",
-                                                   FAKE_LOG=str(log), KIT_DEVICE_HOLD=hold):
-                run = runner.run([target], runner.RunOptions("student", SEED, 1))
-                self.assertEqual([t.status for t in run.labs[0].tests], [Status.PASSED] * 2)
-                self.assertEqual(run.device["name"], "Fake H100")
-                self.assertEqual([line.split()[0] for line in log.read_text().splitlines()],
-                                 expected)
-
     def test_the_device_query_runs_beside_the_listing(self) -> None:
         # The query waits until a lab's listing has ended: run as before, one after the other,
         # it would give up waiting and report no GPU, and the GPU test would not run.
         listed = threading.Event()
         real_query, real_prepare = runner._device, runner._prepare
 
-        def query(targets, hold=None):
-            return (real_query(targets, hold) if listed.wait(timeout=10)
-                    else {"available": False})
+        def query(targets):
+            return real_query(targets) if listed.wait(timeout=10) else {"available": False}
 
         def prepare(*args):
             lab = real_prepare(*args)
