@@ -322,7 +322,8 @@ SANITIZER_SESSIONS_ENV = "KIT_SANITIZER_SESSIONS"
 H200 (session 31: the selftest of labs 02, 04 and 05, once with 4 and once with 8), the
 sanitizer tests of lab 02's known-wrong run took 14 s from the first one's start to the last
 one's end instead of 23, lab 04's 34 s instead of 37, but those runs' correctness phases were
-only 2 s and 1 s shorter and lab 05's 1 s longer: the other tests end them. (The run with 4 also had the known-wrong builds beside it.) So 4 stays the default."""
+only 2 s and 1 s shorter and lab 05's 1 s longer: the other tests end them. (The run with 4
+also had the known-wrong builds beside it.) So 4 stays the default."""
 
 COUNTER_SESSIONS = 8
 """Nsight Compute runs at once, at most (COUNTER_SESSIONS_ENV sets another number). A counter is

@@ -5,6 +5,7 @@ counts that build once (unless KIT_SELFTEST_BUILD_BESIDE=0)."""
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,8 +58,10 @@ class LabsOptionTest(unittest.TestCase):
             raise BuildError("stop here", output="")
 
         labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
+        build_dir = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, build_dir, ignore_errors=True)
         args = types.SimpleNamespace(
-            plan=None, build_dir=Path(tempfile.mkdtemp()), labs=[labs[1].id], skip_shared=True,
+            plan=None, build_dir=build_dir, labs=[labs[1].id], skip_shared=True,
             jobs=1, seed=1, require_gpu=False, require_docs=False, skip_edition=True, wrong=None)
         out = io.StringIO()
         with mock.patch.object(selftest, "configure"), \
