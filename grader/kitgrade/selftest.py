@@ -228,9 +228,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     build_dir = default_build_dir(ctx, args.build_dir)
     tally = Tally()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    labs = list(ctx.manifest().labs)
-    if args.labs:
-        labs = [find_lab(ctx.manifest(), name) for name in args.labs]
+    manifest = ctx.manifest()
+    every_lab = list(manifest.labs)
+    labs = [find_lab(manifest, name) for name in args.labs] if args.labs else every_lab
 
     unit_report = build_dir / f"selftest-python-unit-tests-{os.getpid()}.json"  # one per run
     unit_tests = (_UnitTests([]) if args.skip_shared
@@ -245,8 +245,8 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
         # Step 2's check lists every lab's tests, so every lab's graders come first, also with
         # --labs (on a fresh build directory it found the others missing).
         ensure_built(root, build_dir,
-                     _first_targets(root, list(ctx.manifest().labs), instructor) if beside
-                     else ["all"], out=out, quiet=True)
+                     _first_targets(root, every_lab, instructor) if beside else ["all"],
+                     out=out, quiet=True)
     except BuildError as err:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
@@ -901,11 +901,10 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     side by side took 72 s against 21 + 53 one after the other, and the selftest ran past
     400 s. `races(first, lab, subs)` is called with the first run's result and the lab's graded
     submissions that name a racecheck filter just before the known-wrong run of each lab that has
-    any, once that lab's
-    part of the build is done: step 9's racecheck of that lab starts there, beside its own
-    grading, so its shared hold on the GPU's lock mostly ends inside that run's correctness phase
-    instead of delaying another run's timed and perf tests, and never starts before the binaries
-    it runs are built. (All of it beside lab 02's run, before each lab's part of the build was
+    any, once that lab's part of the build is done: step 9's racecheck of that lab starts there,
+    beside its own grading, so its shared hold on the GPU's lock mostly ends inside that run's
+    correctness phase instead of delaying another run's timed and perf tests, and never starts
+    before the binaries it runs are built. (All of it beside lab 02's run, before each lab's part of the build was
     waited for, kept that run's timed tests waiting about 4 s on an H100 in session 29; half of
     it beside lab 01's ran the judges of labs 04 and 05 before their known-wrong workers were
     built, and found no hazard.) `built(lab)` is asked before each lab's known-wrong run (it
