@@ -56,9 +56,7 @@ def ensure_built(root: Path, build_dir: Path, targets: Sequence[str], *, out: Te
         configure(root, build_dir, f"-D{SUBMISSION_VARIABLE}={wanted}", out=out, quiet=quiet)
     argv = ["cmake", "--build", str(build_dir), "--target", *targets, "-j",
             str(os.cpu_count() or 1)]
-    if nice and shutil.which("nice"):
-        argv = ["nice", "-n", str(nice), *argv]
-    _run(argv, out, quiet)
+    _run(niced(argv, nice), out, quiet)
 
 
 def grading_targets(root: Path, labs: Sequence[Lab], variant: str) -> list[str]:
@@ -72,13 +70,21 @@ def grading_targets(root: Path, labs: Sequence[Lab], variant: str) -> list[str]:
     return names
 
 
-def configure(root: Path, build_dir: Path, *flags: str, out: TextIO, quiet: bool = False) -> None:
+def configure(root: Path, build_dir: Path, *flags: str, out: TextIO, quiet: bool = False,
+              nice: int = 0) -> None:
     """The one way the kit configures a build directory: a Release build, with Ninja when it is
-    installed (chosen only the first time: a build directory keeps its generator), plus `flags`."""
+    installed (chosen only the first time: a build directory keeps its generator), plus `flags`;
+    with `nice`, at that lower CPU priority (as ensure_built)."""
     first = not (build_dir / "CMakeCache.txt").is_file()
     generator = ["-G", "Ninja"] if first and shutil.which("ninja") else []
     release = ["-DCMAKE_BUILD_TYPE=Release"] if first else []
-    _run(["cmake", "-S", str(root), "-B", str(build_dir), *generator, *release, *flags], out, quiet)
+    _run(niced(["cmake", "-S", str(root), "-B", str(build_dir), *generator, *release, *flags],
+                nice), out, quiet)
+
+
+def niced(argv: list[str], nice: int) -> list[str]:
+    """`argv` run at niceness `nice`, where the `nice` command exists (it execs the command)."""
+    return ["nice", "-n", str(nice), *argv] if nice and shutil.which("nice") else argv
 
 
 def cached_value(cache: Path, name: str) -> str:

@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import check, gpu_lock, reports, runner, sanitizer, site_check, wrong
-from .build import BuildError, configure, ensure_built, grading_targets
+from .build import BuildError, configure, ensure_built, grading_targets, niced
 from .manifest import Lab, Step
 from .model import LabResult, RunResult, Status, TestResult, is_correctness
 from .context import default_build_dir, find_lab
@@ -241,12 +241,13 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     checks = _Beside(build_dir, seed, args.jobs, args.require_gpu,
                      () if args.skip_shared else ("kit_unit_tests", "kit_fake_lab"))
     try:
-        configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out, quiet=True)
+        configure(root, build_dir, "-DKIT_BUILD_DOCS=ON", "-DKIT_DOCS_WERROR=ON", out=out,
+                  quiet=True, nice=_own_nice())
         # Step 2's check lists every lab's tests, so every lab's graders come first, also with
         # --labs (on a fresh build directory it found the others missing).
         ensure_built(root, build_dir,
                      _first_targets(root, every_lab, instructor) if beside else ["all"],
-                     out=out, quiet=True)
+                     out=out, quiet=True, nice=_own_nice())
     except BuildError as err:
         out.write(f"build failed: {err}\n")
         tally.add(False, "the kit builds", out)
@@ -258,9 +259,10 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
               if beside else "the kit builds", out)
     rest = (_RestOfBuild(root, build_dir, _wrong_parts(root, labs, instructor)) if beside
             else None)
-    # The student edition builds and tests itself beside the steps below, niced: its CPU work
-    # overlaps theirs, which is mostly the GPU's, and the GPU's lock (kitgrade.gpu_lock) keeps its
-    # tests away from the timed and perf tests here, and these away from its.
+    # The student edition builds and tests itself beside the steps below, its CPU work niced
+    # (EDITION_NICE): that overlaps theirs, which is mostly the GPU's, and the GPU's lock
+    # (kitgrade.gpu_lock) keeps its tests away from the timed and perf tests here, and these
+    # away from its.
     edition = (None if not instructor or args.skip_edition
                else _Edition.start(root, build_dir, args, seed))
     try:
@@ -418,7 +420,7 @@ class _RestOfBuild:
         for key, targets in order:
             try:
                 ensure_built(root, build_dir, targets, out=io.StringIO(), quiet=True,
-                             nice=BUILD_BESIDE_NICE)
+                             nice=max(BUILD_BESIDE_NICE, _own_nice()))
             except BuildError as err:
                 self.parts[key].set_result(f"{err}\n{err.output}")
             except BaseException as err:  # noqa: BLE001 - every waiter must wake up
@@ -535,8 +537,24 @@ def _lab(labs: list[Lab], lab_id: str) -> Lab:
 
 EDITION_TIMEOUT_S = 1800
 EDITION_NICE = 10
-"""The student edition's test command runs beside the selftest's own steps at this niceness: the
-processes of the steps it shares the machine with come first."""
+"""The niceness of the CPU work of the student edition's test command, which runs beside the
+selftest's own steps (NICE_ENV): the processes of the steps it shares the machine with come
+first. Its gradings are not niced: they hold the GPU's lock (kitgrade.gpu_lock), shared or
+exclusive, and a niced grading held it longer, keeping the selftest's own timed and perf tests
+waiting (lab 02's known-wrong run about 5 s on an H200, session 31)."""
+
+NICE_ENV = "KIT_SELFTEST_NICE"
+"""The niceness of this selftest's CPU work: its builds, Python unit tests and documentation
+build, not its gradings (unset: 0). The instructor's selftest sets it for the student edition's
+test command (EDITION_NICE)."""
+
+
+def _own_nice() -> int:
+    """NICE_ENV's value (0 when unset or not a number)."""
+    try:
+        return max(0, int(os.environ.get(NICE_ENV, "0")))
+    except ValueError:
+        return 0
 
 
 class _Edition:
@@ -561,12 +579,11 @@ class _Edition:
                 "--seed", str(seed)]
         argv += [flag for flag, on in (("--require-gpu", args.require_gpu),
                                        ("--require-docs", args.require_docs)) if on]
-        if shutil.which("nice"):
-            argv = ["nice", "-n", str(EDITION_NICE)] + argv  # nice execs it: the same process
         log = build_dir / "student-edition.log"
         with open(log, "w") as sink:
             proc = subprocess.Popen(argv, cwd=edition, stdin=subprocess.DEVNULL, stdout=sink,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    env={**os.environ, NICE_ENV: str(EDITION_NICE)})
         return cls(edition, len(written), proc, log)
 
     def kill(self) -> None:
@@ -695,7 +712,8 @@ def _start_python_unit_tests(root: Path, report: Path, jobs: int = UNIT_SHARDS) 
         path = report.with_name(f"{report.stem}-{shard}{report.suffix}")
         path.unlink(missing_ok=True)
         children.append((subprocess.Popen(
-            [sys.executable, "-c", code, str(root / "grader"), str(path), str(shard), str(shards)],
+            niced([sys.executable, "-c", code, str(root / "grader"), str(path), str(shard),
+                    str(shards)], _own_nice()),
             cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, errors="replace"), path))
     return _UnitTests(children)
@@ -1214,7 +1232,8 @@ def _docs(root: Path, build_dir: Path, required: bool, tally: Tally, out: TextIO
     if shutil.which("doxygen") is None:
         tally.add(False if required else None, "documentation site (doxygen not installed)", out)
         return
-    proc = subprocess.run(["cmake", "--build", str(build_dir), "--target", "docs"],
+    proc = subprocess.run(niced(["cmake", "--build", str(build_dir), "--target", "docs"],
+                                 _own_nice()),
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     index = build_dir / "docs" / "html" / "index.html"

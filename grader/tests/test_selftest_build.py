@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
+import kitgrade
 from kitgrade import selftest, wrong
 from kitgrade.build import BuildError
 from kitgrade.manifest import load_manifest
@@ -217,6 +218,50 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EditionNiceTest(unittest.TestCase):
+    """The student edition's test command is niced only in its CPU work (its builds, unit tests
+    and docs build, through KIT_SELFTEST_NICE), not in its gradings, which hold the GPU's lock."""
+
+    def test_the_edition_runs_unniced_and_tells_its_cpu_work_the_niceness(self) -> None:
+        started = {}
+
+        def popen(argv, **kwargs):  # type: ignore[no-untyped-def]
+            started.update(argv=argv, env=kwargs["env"])
+            return mock.Mock()
+
+        args = types.SimpleNamespace(jobs=16, require_gpu=True, require_docs=False)
+        # kitgrade.release is instructor-only: a student edition, which runs these tests too,
+        # has none.
+        release = types.SimpleNamespace(write_release=lambda *_: [])
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.dict(sys.modules, {"kitgrade.release": release}), \
+                mock.patch.object(kitgrade, "release", release, create=True), \
+                mock.patch.object(selftest.subprocess, "Popen", popen):
+            selftest._Edition.start(ROOT, Path(tmp), args, 7)
+        self.assertEqual(started["argv"][0], sys.executable)  # no `nice` before it
+        self.assertEqual(started["env"][selftest.NICE_ENV], str(selftest.EDITION_NICE))
+
+    def test_its_builds_and_unit_tests_take_the_niceness(self) -> None:
+        calls = []
+
+        def fake_build(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
+            calls.append(kwargs.get("nice"))
+
+        with mock.patch.dict(selftest.os.environ, {selftest.NICE_ENV: "15"}), \
+                mock.patch.object(selftest, "ensure_built", fake_build):
+            self.assertEqual(selftest._own_nice(), 15)
+            rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"))
+            rest.finish(selftest.Tally(), io.StringIO())
+            self.assertEqual(selftest.niced(["python3"], selftest._own_nice())[:3]
+                             if shutil.which("nice") else ["nice", "-n", "15"],
+                             ["nice", "-n", "15"])
+        self.assertEqual(calls, [15])
+        for value in ("", "x", "-3"):
+            with mock.patch.dict(selftest.os.environ, {selftest.NICE_ENV: value}):
+                self.assertEqual(selftest._own_nice(), 0)
+        self.assertEqual(selftest.niced(["python3"], 0), ["python3"])
 
 
 class BesideTheBuildTest(unittest.TestCase):
