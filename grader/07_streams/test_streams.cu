@@ -628,10 +628,11 @@ KIT_TEST(PipelineReuse, RunsAgainOnFreshData, "streams.2", gpu, 2,
 
 // Whether run() waited for every stream shows in h_out only when the streams finish far apart.
 // Each chunk here is a kernel of two full waves of blocks (every SM at its thread limit), each wave
-// about 35 ms on an H100 (2^22 dependent steps per thread): a later kernel's blocks start only once
-// the earlier kernel's have all been dispatched, so chunk 2 on stream 2 finishes tens of
-// milliseconds after chunk 0 on stream 0, and a run() that waited only for stream 0 returns with
-// chunks 1 and 2 still poison. The copy the worker takes of h_out at that moment takes about a
+// about 17 ms on an H100 (2^21 dependent steps per thread; 2^22 until 2026-11-29, which doubled
+// the test's seconds and caught no more): a later kernel's blocks start only once the earlier
+// kernel's have all been dispatched, so chunk 2 on stream 2 finishes tens of milliseconds after
+// chunk 0 on stream 0, and a run() that waited only for stream 0 returns with chunks 1 and 2
+// still poison. The copy the worker takes of h_out at that moment takes about a
 // millisecond; the margin is for a worker that the CPU scheduler holds back for a while, as on a
 // loaded machine. (With 2^18 steps, 4 ms apart, one such run on an H100 found h_out complete.)
 // The inputs are fixed points of one step of work() (x * kWorkScale + kWorkShift rounds back to
@@ -644,7 +645,7 @@ KIT_TEST(PipelineWaits, WaitsForTheLastStreamToFinish, "streams.2", gpu, 1,
          "milliseconds, up to 4 times: h_out complete when run() returns, not only stream 0's "
          "chunk") {
   constexpr int kChunks = 3;
-  constexpr int kIterations = 1 << 22;
+  constexpr int kIterations = 1 << 21;
   int sms = 0, threads_per_sm = 0;
   KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   KIT_CUDA_CHECK(
