@@ -41,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -224,7 +224,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
               stop: Callable[[Outcome], bool] | None = None,
               go: StartSignal | None = None,
               abandon: Callable[[str, float], bool] | None = None,
-              limit_of: Callable[[str], float] | None = None) -> dict[str, Outcome]:
+              limit_of: Callable[[str], float] | None = None,
+              env: Mapping[str, str] | None = None) -> dict[str, Outcome]:
     """Runs `test_ids` (in the binary's own order) in as few processes as the tests allow and
     returns each one's Outcome; `on_outcome(test_id, outcome)` is called as each is known.
     `extra` non-empty means `binary` is a judge: it gets the per-test limit and these arguments.
@@ -234,7 +235,8 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     a failure, when failing fast). `go`: the first process starts at once and waits for it
     (StartSignal); cancelled, nothing is judged. `abandon(test_id, seconds)`, asked while a test
     runs: True ends its process there, as a timeout would (_run_process). `limit_of(test_id)`: a
-    test's own time limit where it is below `timeout_s` (_run_process)."""
+    test's own time limit where it is below `timeout_s` (_run_process). `env`: variables the
+    processes get besides this process's environment (runner.LabTarget.env)."""
     outcomes: dict[str, Outcome] = {}
 
     def give(test_id: str, outcome: Outcome) -> None:
@@ -246,7 +248,7 @@ def run_tests(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: float
     left = list(test_ids)
     while left:
         blame, _ = _run_process(binary, left, seed, timeout_s, extra, give, stop, go=go,
-                                abandon=abandon, limit_of=limit_of)
+                                abandon=abandon, limit_of=limit_of, env=env)
         if go is not None and go.cancelled:
             break
         left = [t for t in left if t not in outcomes]
@@ -281,7 +283,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                  stop: Callable[[Outcome], bool] | None = None,
                  prefix: Sequence[str] = (), go: StartSignal | None = None,
                  abandon: Callable[[str, float], bool] | None = None,
-                 limit_of: Callable[[str], float] | None = None
+                 limit_of: Callable[[str], float] | None = None,
+                 env: Mapping[str, str] | None = None
                  ) -> tuple[Outcome | None, int | None]:
     """Runs the binary once on `test_ids`, giving each test its verdict as it appears. Returns
     the verdict of the test in flight when the process ended without judging them all (crashed,
@@ -368,7 +371,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         with log.open("wb") as out:
             try:
                 proc, read_end = _start_with_nonce(argv, nonce, seed, out, work,
-                                                   () if wait_read < 0 else (wait_read,))
+                                                   () if wait_read < 0 else (wait_read,), env)
             except OSError as err:
                 if wait_write >= 0:
                     os.close(wait_write)  # the read end is closed below
@@ -457,15 +460,18 @@ def with_huge_pages(tunables: str) -> str:
 
 
 def _start_with_nonce(argv: list[str], nonce: bytes, seed: int, out: IO[bytes], cwd: Path,
-                      more_fds: Sequence[int] = ()) -> tuple[subprocess.Popen[bytes], int]:
+                      more_fds: Sequence[int] = (), more_env: Mapping[str, str] | None = None
+                      ) -> tuple[subprocess.Popen[bytes], int]:
     """Starts a test process with the nonce waiting in a pipe: written and closed before the
     process starts, so it reads it to the end at once, and nothing else in this process can.
-    Returns the process and the pipe's read end (the caller closes it)."""
+    `more_env`: variables it gets besides this process's environment. Returns the process and
+    the pipe's read end (the caller closes it)."""
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, nonce)  # far below a pipe's capacity, so this never blocks
         os.close(write_end)
-        env = dict(os.environ, KIT_SEED=str(seed), **{NONCE_FD_ENV: str(read_end)})
+        env = dict(os.environ, **(more_env or {}), KIT_SEED=str(seed),
+                   **{NONCE_FD_ENV: str(read_end)})
         env[TUNABLES_ENV] = with_huge_pages(env.get(TUNABLES_ENV, ""))
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, env=env, start_new_session=True,

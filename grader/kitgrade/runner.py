@@ -132,6 +132,13 @@ class LabTarget:
     run can grade both (the kit's own selftest grades the stubs and the references in one
     run)."""
 
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables this target's test processes get besides the runner's own environment (the
+    kit's fake lab: KIT_FAKE_LAB=1, which arms its faults), so that no caller sets them in
+    os.environ, where every process started meanwhile, of any grading, would get them too (and
+    a thread copying os.environ while another changed it could fail). Not given to the runs
+    under compute-sanitizer or Nsight Compute: the fake lab has no such tests."""
+
     first_step: str | None = None
     """With RunOptions.fail_fast: the correctness tests of this step run first, in a process of
     their own, and the rest only if they all pass. kit.py mutate names the step a mutant changed,
@@ -505,7 +512,8 @@ class _Lab:
         limits = {s.id: self.limit(s) for s in specs}
         protocol.run_tests(self.target.binary, [s.id for s in specs], self.seed,
                            max(limits.values()), self.extra, record, stop=stop, go=go,
-                           abandon=abandon if goes_on else None, limit_of=limits.__getitem__)
+                           abandon=abandon if goes_on else None, limit_of=limits.__getitem__,
+                           env=dict(self.target.env))
         if go is not None and go.cancelled:
             return
         left = [s for s in specs if s.id not in self.by_id]

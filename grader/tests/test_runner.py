@@ -101,6 +101,24 @@ class HugePagesTest(unittest.TestCase):
         self.assertTrue(all(v and "glibc.malloc.hugetlb=1" in v for v in seen), seen)
 
 
+class TargetEnvTest(unittest.TestCase):
+    """A target's own variables (LabTarget.env: the fake lab's KIT_FAKE_LAB) reach its test
+    processes and no one else's, and the runner's environment is left as it was."""
+
+    def test_only_its_processes_get_them(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, fake_env(FAKE_TESTS="pass"):
+            bin_dir = Path(tmp) / "bin"
+            mine = runner.LabTarget(make_lab("01_alpha"), make_fake_binary(bin_dir, "01_alpha"),
+                                    env=(("FAKE_PROPS", '{"told": "yes"}'),))
+            other = runner.LabTarget(make_lab("02_beta"), make_fake_binary(bin_dir, "02_beta"))
+            run = runner.run([mine, other], runner.RunOptions("student", 7, 2))
+            self.assertNotIn("FAKE_PROPS", os.environ)
+        (alpha,), (beta,) = run.labs[0].tests, run.labs[1].tests
+        self.assertIs(alpha.status, Status.PASSED, alpha)
+        self.assertEqual(alpha.measurements.get("told"), "yes")
+        self.assertNotIn("told", beta.measurements)
+
+
 class EveryVerdictTest(unittest.TestCase):
     """One lab offering every fake test, with a GPU, graded once (the hang costs ~2 s)."""
 
