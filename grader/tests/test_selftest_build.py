@@ -244,20 +244,26 @@ class EditionNiceTest(unittest.TestCase):
         self.assertEqual(started["env"][selftest.NICE_ENV], str(selftest.EDITION_NICE))
 
     def test_its_builds_and_unit_tests_take_the_niceness(self) -> None:
-        calls = []
+        builds, started = [], []
 
         def fake_build(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
-            calls.append(kwargs.get("nice"))
+            builds.append(kwargs.get("nice"))
 
-        with mock.patch.dict(selftest.os.environ, {selftest.NICE_ENV: "15"}), \
-                mock.patch.object(selftest, "ensure_built", fake_build):
+        def popen(argv, **kwargs):  # type: ignore[no-untyped-def]
+            started.append(argv[:3])
+            return mock.Mock()
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.dict(selftest.os.environ, {selftest.NICE_ENV: "15"}), \
+                mock.patch("kitgrade.build.shutil.which", return_value="/usr/bin/nice"), \
+                mock.patch.object(selftest, "ensure_built", fake_build), \
+                mock.patch.object(selftest.subprocess, "Popen", popen):
             self.assertEqual(selftest._own_nice(), 15)
             rest = selftest._RestOfBuild(ROOT, Path("/nonexistent"))
             rest.finish(selftest.Tally(), io.StringIO())
-            self.assertEqual(selftest.niced(["python3"], selftest._own_nice())[:3]
-                             if shutil.which("nice") else ["nice", "-n", "15"],
-                             ["nice", "-n", "15"])
-        self.assertEqual(calls, [15])
+            selftest._start_python_unit_tests(ROOT, Path(tmp) / "report.json", jobs=1)
+        self.assertEqual(builds, [15])  # above BUILD_BESIDE_NICE, which it would be otherwise
+        self.assertEqual(started, [["nice", "-n", "15"]])
         for value in ("", "x", "-3"):
             with mock.patch.dict(selftest.os.environ, {selftest.NICE_ENV: value}):
                 self.assertEqual(selftest._own_nice(), 0)
