@@ -130,7 +130,7 @@ function(kit_add_judge lab)
   # steps after them. A student library's compile has two (its archive, the worker's link), a
   # judge's test file one (the judge's link), so without these the judge's test files, the
   # build's longest compiles (11-20 s each on an H100 machine), started after every short compile
-  # of the libraries; with them they start first (docs/instructors.md, session 24).
+  # of the libraries; with them they start first (docs/engine_log.md, session 24).
   set(ready ${CMAKE_CURRENT_BINARY_DIR}/judge_${lab}.ready)
   add_custom_command(OUTPUT ${ready}.1 COMMAND ${CMAKE_COMMAND} -E touch ${ready}.1
                      DEPENDS ${judge} VERBATIM)

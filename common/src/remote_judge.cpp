@@ -703,13 +703,13 @@ void configure_judge(const std::string& worker_path, double timeout_s,
   if (timeout_s > 0) j.timeout_s = timeout_s;
   // The judge's own context gets KIT_JUDGE_CONNECTIONS hardware work queues (default 1; 0: the
   // driver's default, 8). The driver makes contexts one at a time, and one with a single queue is
-  // made in about half the time (docs/instructors.md: 16 at once on an H100, 0.7-1.0 s each
+  // made in about half the time (docs/engine_log.md: 16 at once on an H100, 0.7-1.0 s each
   // instead of 2.0-2.6). The judge never needs two of its own streams to run side by side, so
   // one queue costs it nothing. Set before the judge's first CUDA call.
   // The worker (start_worker) gets the variable as the judge found it, or where it was unset,
   // KIT_WORKER_CONNECTIONS queues (0: the driver's 8), or the lab's worker_queues (lab.json, on
   // the command line), or 2: the stream check's hold beside a kernel on a wrong stream needs
-  // more than one, and a context with fewer queues is made faster (docs/instructors.md,
+  // more than one, and a context with fewer queues is made faster (docs/engine_log.md,
   // session 27). Lab 07, whose pipeline runs four streams side by side, asks for 4.
   const char* before = std::getenv(kConnectionsEnv);
   const char* for_worker = std::getenv("KIT_WORKER_CONNECTIONS");

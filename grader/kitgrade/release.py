@@ -58,6 +58,7 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "grader/tests/test_wrong.py",
     "docs/grading.md",
     "docs/instructors.md",
+    "docs/engine_log.md",
     "docs/writing_labs.md",
     "docs/figures/measure.py",
     "grader/tests/test_measure.py",

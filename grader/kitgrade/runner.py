@@ -72,7 +72,7 @@ process goes on through the tests left instead of being ended and started again 
 new process costs two CUDA contexts); the settled step's tests that still run get SETTLED_REASON,
 whatever they do, and one that runs past SETTLED_GRACE_S ends the process as before. With 0, the
 process is ended and started again (the behaviour before session 28; an H100 selftest with both
-this and the selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: instructors.md)."""
+this and the selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: engine_log.md)."""
 
 SETTLED_GRACE_S = 2.0
 """Unless SETTLE_ENV is 0, how long a test of a settled step may run before its process is ended: a
@@ -668,7 +668,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     # tests they made that phase 5.2 s longer on an H100, 1.2 s more in all; their processes
     # started under ncu ahead of their turn, during the correctness tests, saved 0.68 s of this
     # phase but cost 0.21 s in all (0.47 s in session 24), with a test not passed in two of three
-    # such gradings: docs/instructors.md.)
+    # such gradings: docs/engine_log.md.)
     ncu_path = ncu.find_ncu()
     _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
                    for lab in graded for spec in lab.pending((counters.KIND,))],

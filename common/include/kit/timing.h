@@ -43,7 +43,7 @@ int default_min_samples();
 /// [0, 0.5]: how far the median's interval must clear the bar to stop early (TimingOptions). For
 /// comparing margins (kit.py bench-grader --versus, kit.py noise); a grading leaves it unset. It
 /// was 0.03 until an H100 run (session 29) graded the reference 1.4 s faster at 0.01, with the
-/// same verdicts (docs/instructors.md).
+/// same verdicts (docs/engine_log.md).
 double default_clear_margin();
 
 /// How to measure. The defaults follow ../shared/ANCHORS.md: 3 warm-ups, >= 20 samples, except
