@@ -66,6 +66,7 @@ INSTRUCTOR_ONLY: tuple[str, ...] = (
     "ci/prairielearn/*",
     "ci/platform-grade",
     "ci/mutate-gpus",
+    "ci/engine-targets",
     "grader/kitgrade/platforms.py",
     "grader/kitgrade/gradescope.py",
     "grader/kitgrade/leaderboard.py",
