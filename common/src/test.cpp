@@ -1,9 +1,12 @@
 #include "kit/test.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 namespace kit {
@@ -33,6 +36,50 @@ Random test_random() {
   const std::string name =
       info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("no-test");
   return Random::for_name(name);
+}
+
+namespace {
+std::vector<std::pair<std::string, void (*)()>>& before_turn() {
+  static std::vector<std::pair<std::string, void (*)()>> hooks;
+  return hooks;
+}
+
+// The fixture of a full test name: "Chunks/EventsTimeline.Times/n_33" is EventsTimeline's.
+std::string fixture_of(const std::string& test) {
+  const std::string suite = test.substr(0, test.find('.'));
+  const std::size_t slash = suite.rfind('/');
+  return slash == std::string::npos ? suite : suite.substr(slash + 1);
+}
+}  // namespace
+
+bool register_before_turn(const char* suite, void (*prepare)()) {
+  before_turn().emplace_back(suite, prepare);
+  return true;
+}
+
+int run_before_turn(const std::string& filter) {
+  // KIT_BEFORE_TURN=0 leaves the setup to the tests (bench-grader --versus compares the two).
+  const char* setting = std::getenv("KIT_BEFORE_TURN");
+  if (setting != nullptr && std::string(setting) == "0") return 0;
+  std::set<std::string> fixtures;
+  std::size_t begin = 0;
+  while (begin <= filter.size()) {
+    const std::size_t end = std::min(filter.find(':', begin), filter.size());
+    fixtures.insert(fixture_of(filter.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  int ran = 0;
+  for (const auto& [suite, prepare] : before_turn()) {
+    if (fixtures.count(suite) == 0) continue;
+    try {
+      prepare();
+      ++ran;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kit: %s's setup ahead of its turn failed (its test does it): %s\n",
+                   suite.c_str(), e.what());
+    }
+  }
+  return ran;
 }
 
 namespace {

@@ -10,6 +10,8 @@
 //                        run (kit/test.h, CounterTest); without it they skip themselves
 //   --kit_sanitized=1    the runner started this process under compute-sanitizer, which may
 //                        follow only the worker (kit::under_compute_sanitizer)
+//   --kit_wait_fd=N      started ahead of its turn: get ready, then wait for a byte on N
+//                        (wait_for_turn); with --kit_wait_cold=1, touch no GPU before it
 //
 // One process runs many tests (the runner's filter names those still to grade). The runner reads
 // each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
@@ -393,15 +395,27 @@ class VerdictWriter : public ::testing::EmptyTestEventListener {
   int count_ = 0;
 };
 
+constexpr const char* kReadyFile = "ready";  // kitgrade.protocol.READY_FILE
+
 // Started ahead of its turn (--kit_wait_fd=N, kitgrade.protocol.StartSignal): makes this
-// process's CUDA context now, while another lab's tests run, then waits for the runner's byte on
-// descriptor N. False when the pipe ends instead: the runner will not need these tests.
-bool wait_for_turn(int fd) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
-    cudaFree(nullptr);
-  else
-    cudaGetLastError();
+// process's CUDA context now, while another lab's tests run, does the setup of its suites that
+// may come first (kit::run_before_turn), says so with an empty file READY_FILE in the verdict
+// folder (the runner gives no timed or perf test its turn before every early process is ready),
+// then waits for the runner's byte on descriptor N. With `cold` (--kit_wait_cold, Nsight
+// Compute's processes, started while timed tests run) it does nothing on the GPU before that
+// byte: no context, no setup. False when the pipe ends instead: the runner will not need these
+// tests.
+bool wait_for_turn(int fd, bool cold, const std::string& filter, const std::string& verdict_dir) {
+  if (!cold) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+      cudaFree(nullptr);
+      if (kit::run_before_turn(filter) > 0) kit::trace("set up ahead of the turn");
+    } else {
+      cudaGetLastError();
+    }
+  }
+  if (!verdict_dir.empty()) std::ofstream(verdict_dir + "/" + kReadyFile);
   kit::trace("waiting for the runner");
   char go = 0;
   ssize_t got = 0;
@@ -442,6 +456,7 @@ int main(int argc, char** argv) {
   // The runner started this process under compute-sanitizer, which may follow the worker alone.
   kit::set_sanitized(!take_flag(argc, argv, "--kit_sanitized=").empty());
   const std::string wait_fd = take_flag(argc, argv, "--kit_wait_fd=");
+  const bool wait_cold = !take_flag(argc, argv, "--kit_wait_cold=").empty();
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.
@@ -485,17 +500,22 @@ int main(int argc, char** argv) {
   if (!verdict_dir.empty())
     ::testing::UnitTest::GetInstance()->listeners().Append(new VerdictWriter(verdict_dir, run_key));
 #ifdef KIT_JUDGE
-  // A grading run: the worker starts while the judge sets up its first test.
-  if (!verdict_dir.empty()) kit::remote::start_worker_early();
+  // A grading run: the worker starts while the judge sets up its first test (a cold wait starts
+  // it once the turn has come).
+  if (!verdict_dir.empty() && !wait_cold) kit::remote::start_worker_early();
 #endif
   // The judge's context is made here and the worker's in the worker started above, both while
   // the process waits for its turn.
-  if (!wait_fd.empty() && !wait_for_turn(std::atoi(wait_fd.c_str()))) {
+  if (!wait_fd.empty() &&
+      !wait_for_turn(std::atoi(wait_fd.c_str()), wait_cold, GTEST_FLAG_GET(filter), verdict_dir)) {
 #ifdef KIT_JUDGE
     kit::remote::shut_down_worker();
 #endif
     return 0;
   }
+#ifdef KIT_JUDGE
+  if (!verdict_dir.empty() && wait_cold) kit::remote::start_worker_early();
+#endif
   const int status = RUN_ALL_TESTS();
 #ifdef KIT_JUDGE
   kit::remote::shut_down_worker();

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kit/check.h"
@@ -850,6 +851,35 @@ class StreamsPerf : public kit::PerfTest {
   void report(Ratio which, const PerfMeasurement& m, const kit::DeviceInfo& device);
 };
 
+// 2^26 floats: 256 MiB each way, far beyond any cache, copies of several milliseconds.
+constexpr std::size_t kPerfElements = std::size_t{1} << 26;
+
+/// The judge's own pinned input and output of the perf tests (where the serial version and the
+/// stages alone run), made ahead of the turn when the runner starts the process early: pinning
+/// 512 MiB took 0.28 s of the perf phase on an H200 (KIT_BEFORE_TURN).
+struct JudgeHost {
+  kit::PinnedBuffer<float> in, out;
+};
+
+std::optional<JudgeHost>& judge_host_made_early() {
+  static std::optional<JudgeHost> made;
+  return made;
+}
+
+void make_judge_host() {
+  judge_host_made_early() =
+      JudgeHost{kit::PinnedBuffer<float>(kPerfElements), kit::PinnedBuffer<float>(kPerfElements)};
+}
+
+KIT_BEFORE_TURN(StreamsPerf, make_judge_host);
+
+/// The buffers made ahead of the turn (once), else new ones.
+JudgeHost take_judge_host() {
+  std::optional<JudgeHost>& early = judge_host_made_early();
+  if (early) return *std::exchange(early, std::nullopt);
+  return {kit::PinnedBuffer<float>(kPerfElements), kit::PinnedBuffer<float>(kPerfElements)};
+}
+
 // Both tests read their ratio from the same rounds: the first of them in a process sets up the
 // 2^26 floats, checks the pipeline, samples both ratios and keeps the measurement; the second
 // reports its ratio from it (one setup of 256 MiB each way instead of two: about 7 s on an H100).
@@ -887,8 +917,7 @@ void StreamsPerf::measure(Ratio which) {
 void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasurement& m) {
   m.chunks = config.chunks;
   m.streams = config.streams;
-  // 2^26 floats: 256 MiB each way, far beyond any cache, copies of several milliseconds.
-  constexpr std::size_t n = std::size_t{1} << 26;
+  constexpr std::size_t n = kPerfElements;
   // The student's buffers stay in the worker, where the pipeline runs on them; the judge keeps
   // its own copy of the input, from which it computes the expected values.
   lab07_probe::BuffersReport made;
@@ -908,11 +937,12 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
   fill_input();
 
   // The serial version and the stages alone run here, on the judge's own pinned buffers.
-  kit::PinnedBuffer<float> judge_in(n);
+  JudgeHost judge = take_judge_host();
+  kit::PinnedBuffer<float>& judge_in = judge.in;
   kit::parallel_parts(n, kit::part_count(n), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) judge_in[i] = in.at(i);
   });
-  kit::PinnedBuffer<float> judge_out(n);
+  kit::PinnedBuffer<float>& judge_out = judge.out;
   kit::DeviceBuffer<float> d_in(n), d_out(n);
   lab07::Stream stream;
   EventTimer timer;
@@ -942,11 +972,18 @@ void StreamsPerf::sample_both(const lab07::PipelineConfig& config, PerfMeasureme
     const HostOutput output = host.output();
     kit::trace("output read from the worker");
     const float* h_out = output.data();
+    // Every element, in parts side by side (2^26 of them took 80 ms in one thread).
+    const std::size_t parts = kit::part_count(n);
+    std::vector<std::size_t> part_unwritten(parts, 0), part_first(parts, n);
+    kit::parallel_parts(n, parts, [&](std::size_t part, std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        if (kit::is_poison(h_out[i]) && part_unwritten[part]++ == 0) part_first[part] = i;
+    });
     std::size_t unwritten = 0, first_unwritten = n;
-    for (std::size_t i = 0; i < n; ++i)
-      if (kit::is_poison(h_out[i])) {
-        if (unwritten++ == 0) first_unwritten = i;
-      }
+    for (std::size_t p = 0; p < parts; ++p) {
+      unwritten += part_unwritten[p];
+      first_unwritten = std::min(first_unwritten, part_first[p]);
+    }
     std::ostringstream wrong;
     int wrong_count = 0;
     for (const std::size_t i : probes) {

@@ -102,14 +102,20 @@ def command_prefix(ncu_path: str, log: Path) -> list[str]:
 
 
 def run_test(ncu_path: str, binary: Path, test_id: str, seed: int, timeout_s: float,
-             extra: Sequence[str], own: Iterable[str], lab_number: str) -> protocol.Outcome:
+             extra: Sequence[str], own: Iterable[str], lab_number: str,
+             go: protocol.StartSignal | None = None) -> protocol.Outcome:
     """Runs one counter test under ncu in a process of its own and gives its verdict. `own`:
     the kernels compiled into the student's code (mangled or not; empty when the build listed
-    none, and then every kernel profiled counts as the student's)."""
+    none, and then every kernel profiled counts as the student's). `go`: the process starts now
+    and waits for its turn (protocol.run_alone); cancelled, the outcome says so and nothing is
+    read."""
     with tempfile.TemporaryDirectory(prefix="kit-counters-", ignore_cleanup_errors=True) as tmp:
         log = Path(tmp) / "ncu.csv"
         outcome, returncode = protocol.run_alone(binary, test_id, seed, timeout_s,
-                                                 [*extra, FLAG], command_prefix(ncu_path, log))
+                                                 [*extra, FLAG], command_prefix(ncu_path, log),
+                                                 go=go)
+        if go is not None and go.cancelled:
+            return outcome
         try:
             text = log.read_text(encoding="utf-8", errors="replace")
         except OSError:

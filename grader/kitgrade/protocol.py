@@ -190,18 +190,29 @@ POLL_S = 0.02
 WAIT_FD_FLAG = "--kit_wait_fd"
 """The argument that starts a test process ahead of its turn (test_main.cpp): it makes its CUDA
 contexts, then waits for one byte on that descriptor before its first test."""
+WAIT_COLD_FLAG = "--kit_wait_cold=1"
+"""With WAIT_FD_FLAG: the process waits before it touches the GPU (no context, no worker)."""
+READY_FILE = "ready"
+"""The empty file a process started ahead of its turn writes into its verdict folder once it is
+ready (its contexts made, its setup done) and waits (test_main.cpp)."""
 
 
 class StartSignal:
     """Lets a test process start ahead of its turn. run_tests() started with one starts the
-    process at once; the process makes its CUDA context and its worker's, then waits. give()
-    lets its tests begin (their time limits count from then); cancel() ends it unrun (run_tests
-    then judges nothing). The runner starts each lab's timed process during the correctness
-    phase and its perf process while the counter tests run (runner._start_early)."""
+    process at once; the process makes its CUDA context and its worker's, does its setup
+    (kit::run_before_turn), says it is ready, then waits. give() lets its tests begin (their time
+    limits count from then); cancel() ends it unrun (run_tests then judges nothing). `cold`: the
+    process touches the GPU only once given its turn (WAIT_COLD_FLAG). The runner starts each
+    lab's timed process during the correctness phase, the counter tests' Nsight Compute processes
+    (cold) while the timed tests run, and each lab's perf process while the counter tests run
+    (runner._start_early), and waits for every early process of a phase to be ready (or ended)
+    before it gives the phase's first turn."""
 
-    def __init__(self) -> None:
+    def __init__(self, cold: bool = False) -> None:
         self._set = threading.Event()
+        self._ready = threading.Event()
         self.cancelled = False
+        self.cold = cold
 
     def give(self) -> None:
         self._set.set()
@@ -209,12 +220,21 @@ class StartSignal:
     def cancel(self) -> None:
         self.cancelled = True
         self._set.set()
+        self._ready.set()
 
     def given(self) -> bool:
         return self._set.is_set()
 
     def wait(self, timeout: float) -> bool:
         return self._set.wait(timeout)
+
+    def mark_ready(self) -> None:
+        """The process is ready, or has ended, or was never started: nothing to wait for."""
+        self._ready.set()
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._ready.wait(timeout)
+
 
 OutcomeCallback = Callable[[str, Outcome], None]
 
@@ -265,16 +285,22 @@ WRAPPED_GRACE_S = 60.0
 than its limit: the tool starts, and reports, in seconds."""
 
 
+CANCELLED_REASON = "not run: cancelled before its turn"
+
+
 def run_alone(binary: Path, test_id: str, seed: int, timeout_s: float, extra: Sequence[str],
-              prefix: Sequence[str]) -> tuple[Outcome, int | None]:
+              prefix: Sequence[str], go: StartSignal | None = None) -> tuple[Outcome, int | None]:
     """Runs one test in a process of its own, started through `prefix` (a command that runs the
     binary and exits with its own status, such as compute-sanitizer), and waits for that process
     to end: (the test's outcome, the process's exit status, None when it was killed at the time
     limit). The outcome comes from the authentic verdict, as for run_tests; the status is the
-    caller's to weigh."""
+    caller's to weigh. `go`: started now, it waits for its turn (StartSignal); cancelled, the
+    outcome is not run (CANCELLED_REASON) and the caller runs the test anew."""
     given: dict[str, Outcome] = {}
     blame, returncode = _run_process(binary, [test_id], seed, timeout_s, extra, given.setdefault,
-                                     prefix=prefix)
+                                     prefix=prefix, go=go)
+    if go is not None and go.cancelled:
+        return Outcome(Status.NOT_RUN, CANCELLED_REASON), None
     return given.get(test_id) or blame or Outcome(Status.CRASHED, "crashed: no result"), returncode
 
 
@@ -324,6 +350,10 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         if go is not None and not go.given():
             wait_read, wait_write = os.pipe()
             argv.append(f"{WAIT_FD_FLAG}={wait_read}")
+            if go.cold:
+                argv.append(WAIT_COLD_FLAG)
+        elif go is not None:
+            go.mark_ready()  # its turn has come: nothing to wait for
         wanted = set(test_ids)
         judged: set[str] = set()
         seen: set[str] = set()
@@ -375,6 +405,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             except OSError as err:
                 if wait_write >= 0:
                     os.close(wait_write)  # the read end is closed below
+                if go is not None:
+                    go.mark_ready()
                 return Outcome(Status.CRASHED, f"crashed: could not start: {err.strerror}"), None
             finally:
                 if wait_read >= 0:
@@ -383,9 +415,13 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             returncode: int | None = None
             forged: str | None = None
             if wait_write >= 0:
-                # Ahead of its turn: the process makes its contexts and waits for `go`.
+                # Ahead of its turn: the process makes its contexts, says it is ready and waits
+                # for `go`.
+                ready = verdicts / READY_FILE
                 while not go.wait(POLL_S) and proc.poll() is None:
-                    pass
+                    if ready.exists():
+                        go.mark_ready()
+                go.mark_ready()
                 if go.cancelled or proc.poll() is not None:
                     go.cancel()  # ended before its turn: the caller grades these tests anew
                     return None, None

@@ -27,7 +27,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -532,9 +532,10 @@ class _Lab:
                 list(pool.map(self.run, [_slice(left, i, shards) for i in range(shards)]))
 
     def run_counted(self, spec: protocol.TestSpec, ncu_path: str | None,
-                    gpu_available: bool) -> None:
+                    gpu_available: bool, go: protocol.StartSignal | None = None) -> None:
         """Runs one counter test under Nsight Compute (`ncu_path`; None when it is missing, and
-        the test is not run, as it is without a GPU)."""
+        the test is not run, as it is without a GPU). `go`: its process starts now and waits for
+        it, cold (protocol.StartSignal); cancelled, nothing is recorded."""
         if self.fail_fast and self.failed():
             outcome = protocol.Outcome(Status.NOT_RUN, FAIL_FAST_REASON)
         elif self.settled(spec.step):
@@ -548,7 +549,9 @@ class _Lab:
             own = ncu.own_kernels(worker) if worker is not None else set()
             outcome = counters.run_test(ncu_path, self.target.binary, spec.id, self.seed,
                                         self.limit(spec), self.extra, own,
-                                        self.target.lab.number)
+                                        self.target.lab.number, go=go)
+            if go is not None and go.cancelled:
+                return
         self.finish(spec, outcome)
 
 
@@ -653,6 +656,12 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         clock = done
 
     lock.exclusive()
+    # The counter tests' Nsight Compute processes start now, cold: ncu's own start-up (about 0.5
+    # s) overlaps the timed tests, and nothing touches the GPU before their turn.
+    ncu_path = ncu.find_ncu()
+    counter_sessions = min(options.jobs, _counter_sessions())
+    early_counted = _start_counted_early(graded, ncu_path, gpu_available, counter_sessions)
+    _wait_ready(early_timed.values())
     for lab in graded:
         _timed(lab, early_timed.get(id(lab)))
         drain()
@@ -669,12 +678,23 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     # started under ncu ahead of their turn, during the correctness tests, saved 0.68 s of this
     # phase but cost 0.21 s in all (0.47 s in session 24), with a test not passed in two of three
     # such gradings: docs/engine_log.md.)
-    ncu_path = ncu.find_ncu()
-    _side_by_side([functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
-                   for lab in graded for spec in lab.pending((counters.KIND,))],
-                  min(options.jobs, _counter_sessions()), finished, on_result)
+    started = {(id(lab), spec.id) for lab, spec, _ in early_counted}
+
+    def counted_early(lab: _Lab, spec: protocol.TestSpec, early: _Early) -> None:
+        go = not (lab.fail_fast and lab.failed()) and not lab.settled(spec.step)
+        if not _take_turn(early, go):
+            lab.run_counted(spec, ncu_path, gpu_available)  # its verdict now, or it runs anew
+
+    # The early ones first: the side-by-side runs take the work in order.
+    _side_by_side([functools.partial(counted_early, lab, spec, early)
+                   for lab, spec, early in early_counted] +
+                  [functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
+                   for lab in graded for spec in lab.pending((counters.KIND,))
+                   if (id(lab), spec.id) not in started],
+                  counter_sessions, finished, on_result)
     clock = _lap(timings, "counters", clock)
 
+    _wait_ready(early_perf.values())
     for lab in graded:
         _perf(lab, gpu_available, early_perf.get(id(lab)))
         drain()
@@ -992,6 +1012,49 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         thread.start()
         early[id(lab)] = (signal, thread)
     return early
+
+
+COUNTERS_EARLY_ENV = "KIT_COUNTERS_EARLY"
+"""Set to 0, the counter tests' processes start at their turn instead of during the timed tests."""
+
+
+def _start_counted_early(labs: Sequence[_Lab], ncu_path: str | None, gpu_available: bool,
+                         sessions: int) -> list[tuple[_Lab, protocol.TestSpec, _Early]]:
+    """Starts the first `sessions` counter tests' processes under Nsight Compute, cold: each
+    waits for its turn before it touches the GPU (protocol.StartSignal). Those whose lab has
+    failed fast, or whose step has settled, are left for their turn, which gives them their
+    verdict."""
+    if not gpu_available or ncu_path is None or os.environ.get(COUNTERS_EARLY_ENV, "1") == "0":
+        return []
+    specs = [(lab, spec) for lab in labs for spec in lab.pending((counters.KIND,))
+             if not (lab.fail_fast and lab.failed()) and not lab.settled(spec.step)]
+    early = []
+    for lab, spec in specs[:sessions]:
+        signal = protocol.StartSignal(cold=True)
+
+        def ahead(lab: _Lab = lab, spec: protocol.TestSpec = spec,
+                  signal: protocol.StartSignal = signal) -> None:
+            try:
+                lab.run_counted(spec, ncu_path, gpu_available, go=signal)
+            except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
+                signal.cancel()
+        thread = threading.Thread(target=ahead, name=f"counter {spec.id}", daemon=True)
+        thread.start()
+        early.append((lab, spec, (signal, thread)))
+    return early
+
+
+READY_WAIT_S = 10.0
+"""The longest the runner waits for the processes started ahead of a phase to be ready (their
+contexts made, their setup done) before it gives the phase's first turn: a context made, or
+memory pinned, beside a timed or perf test would slow what it times."""
+
+
+def _wait_ready(early: Iterable[_Early]) -> None:
+    """Waits, up to READY_WAIT_S in all, until every process of `early` is ready or has ended."""
+    until = time.monotonic() + READY_WAIT_S
+    for signal, _ in early:
+        signal.wait_ready(max(0.0, until - time.monotonic()))
 
 
 def _take_turn(early: _Early | None, go: bool) -> bool:

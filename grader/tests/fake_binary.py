@@ -330,8 +330,9 @@ def main(argv: list[str]) -> int:
     # Started ahead of its turn (protocol.StartSignal): waits for one byte, as test_main.cpp does;
     # the end of the pipe instead means the runner will not need it.
     wait_fd = flags.pop("--kit_wait_fd", None)
+    cold = flags.pop("--kit_wait_cold", None) == "1"
     if set(flags) != {"--gtest_filter", "--kit_verdicts"} or \
-            len(argv) != 2 + 2 * COUNTERS_PROFILED + (wait_fd is not None):
+            len(argv) != 2 + 2 * COUNTERS_PROFILED + (wait_fd is not None) + cold:
         print(f"fake binary: unexpected arguments {argv}", file=sys.stderr)
         return 2
     VERDICT_DIR = flags["--kit_verdicts"]
@@ -341,9 +342,11 @@ def main(argv: list[str]) -> int:
         if log:
             with open(log, "a") as f:
                 first = flags["--gtest_filter"].split(":")[0]
-                f.write(f"waiting {first} {time.monotonic()}\n")
+                f.write(f"{'waiting-cold' if cold else 'waiting'} {first} {time.monotonic()}\n")
         if os.environ.get("FAKE_DIE_WAITING"):
             os._exit(3)
+        if not os.environ.get("FAKE_NEVER_READY"):
+            open(os.path.join(VERDICT_DIR, "ready"), "w").close()
         if os.read(int(wait_fd), 1) != b"g":
             return 0
         os.close(int(wait_fd))

@@ -274,6 +274,20 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
         self.assertIn("--target-processes all", self.ncu_args)
         self.assertIn(counters.FLAG, self.ncu_args)
 
+    def test_the_ncu_process_starts_cold_while_the_timed_tests_run(self) -> None:
+        timed = "Timeline.StagesLastAsLongAsTheirWork"
+        for early in (True, False):
+            with self.subTest(early=early), tempfile.TemporaryDirectory() as tmp:
+                log = Path(tmp) / "events.log"
+                env = {} if early else {runner.COUNTERS_EARLY_ENV: "0"}
+                lab = self.grade(tests="gpu,timed", FAKE_NCU_LAUNCHES=launches(64, 64),
+                                 FAKE_LOG=str(log), **env)
+                self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
+                at = {(kind, name): float(t) for kind, name, t in
+                      (line.split() for line in log.read_text().splitlines())}
+                self.assertEqual(("waiting-cold", "Gpu.Works") in at, early)
+                self.assertGreater(at[("start", "Gpu.Works")], at[("end", timed)])
+
     def test_excess_sectors_fail(self) -> None:
         (test,) = self.grade(FAKE_NCU_LAUNCHES=launches(160, 64)).tests
         self.assertIs(test.status, Status.FAILED)

@@ -537,6 +537,25 @@ class PerfAndDeviceTest(unittest.TestCase):
         self.assertLess(waiting, perf_start)
         self.assertGreater(perf_start, others_end)
 
+    def test_no_perf_turn_before_every_early_process_is_ready(self) -> None:
+        # A process that never says it is ready holds the first turn for READY_WAIT_S, no longer.
+        for never_ready in (False, True):
+            with self.subTest(never_ready=never_ready):
+                log = self.tmp / "events.log"
+                log.unlink(missing_ok=True)
+                env = {"FAKE_NEVER_READY": "1"} if never_ready else {}
+                with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log),
+                              **env), mock.patch.object(runner, "READY_WAIT_S", 1.5):
+                    (lab,) = grade(["01_alpha"], self.tmp)
+                self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
+                at = {(kind, name): float(t) for kind, name, t in
+                      (line.split() for line in log.read_text().splitlines())}
+                held = at[("start", "Perf.Saxpy")] - at[("waiting", "Perf.Saxpy")]
+                if never_ready:
+                    self.assertGreater(held, 1.2)
+                else:
+                    self.assertLess(held, 1.2)
+
     def test_without_early_start_or_with_the_gate_closed_no_process_waits(self) -> None:
         for env in ({"KIT_PERF_EARLY": "0", "FAKE_TESTS": "pass,gpu,perf"},
                     {"FAKE_TESTS": "fail,gpu,perf"}):
@@ -993,6 +1012,36 @@ class StartSignalTest(unittest.TestCase):
                                      go=protocol.StartSignal())
         self.assertIs(results["Host.Passes"].status, Status.CRASHED)
         self.assertIn("could not start", results["Host.Passes"].reason)
+
+    def test_ready_once_the_process_says_so_and_not_before(self) -> None:
+        signal = protocol.StartSignal()
+        thread, results, log = self.start(signal, "pass", FAKE_NEVER_READY="1")
+        self.wait_for(log, "waiting")
+        self.assertFalse(signal.wait_ready(0.3))  # waiting, but it wrote no READY_FILE
+        signal.give()
+        thread.join(10)
+        self.assertTrue(signal.wait_ready(0))  # its turn came: nothing is left to wait for
+        signal = protocol.StartSignal()
+        thread, results, log = self.start(signal, "pass")
+        self.assertTrue(signal.wait_ready(10))
+        self.assertNotIn("start", log.read_text())
+        signal.give()
+        thread.join(10)
+        self.assertIs(results["Host.Passes"].status, Status.PASSED)
+
+    def test_a_process_that_ends_before_its_turn_is_ready_too(self) -> None:
+        signal = protocol.StartSignal()
+        thread, _, _ = self.start(signal, "pass", FAKE_DIE_WAITING="1", FAKE_NEVER_READY="1")
+        self.assertTrue(signal.wait_ready(10))
+        thread.join(10)
+
+    def test_a_cold_start_asks_the_process_to_wait_before_the_gpu(self) -> None:
+        signal = protocol.StartSignal(cold=True)
+        thread, results, log = self.start(signal, "pass")
+        self.wait_for(log, "waiting-cold")
+        signal.give()
+        thread.join(10)
+        self.assertIs(results["Host.Passes"].status, Status.PASSED)
 
     def test_a_signal_given_before_the_start_changes_nothing(self) -> None:
         signal = protocol.StartSignal()

@@ -140,6 +140,19 @@ void set_counters_profiled(bool profiled);
 /// can profile it (remote_worker.cu).
 bool counters_profiled();
 
+/// Setup a test suite may do ahead of its turn. A process the runner starts early for its timed or
+/// perf tests (kitgrade.protocol.StartSignal) makes its CUDA contexts, then calls `prepare` of each
+/// suite that has a test in its --gtest_filter, and only then reports itself ready and waits,
+/// while other tests run on the GPU. So `prepare` must launch nothing and time nothing, call no
+/// student code (that runs inside a test, which gets its verdict), and do only what the suite's
+/// first test would do anyway (allocate and fill the judge's own host buffers, say). An
+/// exception it throws is dropped, and the test then does the work itself. Returns true so it can
+/// initialise a static (KIT_BEFORE_TURN).
+bool register_before_turn(const char* suite, void (*prepare)());
+/// Calls the `prepare` of each suite named in `filter` (a --gtest_filter of exact test names,
+/// as the runner gives) and returns how many ran; none where KIT_BEFORE_TURN is 0.
+int run_before_turn(const std::string& filter);
+
 namespace detail {
 /// Whether every element of the device array `device` (expected.size() elements) is within `tol`
 /// of `expected`, by the rule of compare_values(), read chunk by chunk through pinned memory
@@ -235,6 +248,11 @@ inline void PrintTo(const dim3& d, std::ostream* os) {
 #define KIT_TEST_P(Fixture, Name, step, kind, points, title)           \
   KIT_TEST_REGISTER_(Fixture, Name, step, kind, points, title, false); \
   TEST_P(Fixture, Name)
+
+/// Registers `prepare` as `Fixture`'s setup ahead of its turn (kit::register_before_turn).
+#define KIT_BEFORE_TURN(Fixture, prepare)                                    \
+  [[maybe_unused]] static const bool kit_before_turn_##Fixture =             \
+      ::kit::register_before_turn(#Fixture, prepare)
 
 /// KIT_TEST for a hidden test: written in grader/NN_name/hidden/ (instructor only), listed with
 /// `"hidden": true`, reported with the lab's `hidden_visibility`.
