@@ -11,7 +11,7 @@
 //   --kit_sanitized=1    the runner started this process under compute-sanitizer, which may
 //                        follow only the worker (kit::under_compute_sanitizer)
 //   --kit_wait_fd=N      started ahead of its turn: get ready, then wait for a byte on N
-//                        (wait_for_turn); with --kit_wait_cold=1, touch no GPU before it
+//                        (wait_for_turn); with --kit_wait_cold=1, make no context before it
 //
 // One process runs many tests (the runner's filter names those still to grade). The runner reads
 // each verdict as it appears, so a crash or a hang costs only the test in flight: the runner gives
@@ -397,25 +397,31 @@ class VerdictWriter : public ::testing::EmptyTestEventListener {
 
 constexpr const char* kReadyFile = "ready";  // kitgrade.protocol.READY_FILE
 
+// Says the process is ready: an empty file READY_FILE in the verdict folder.
+void say_ready(const std::string& verdict_dir) {
+  if (!verdict_dir.empty()) std::ofstream(verdict_dir + "/" + kReadyFile);
+}
+
 // Started ahead of its turn (--kit_wait_fd=N, kitgrade.protocol.StartSignal): makes this
 // process's CUDA context now, while another lab's tests run, does the setup of its suites that
-// may come first (kit::run_before_turn), says so with an empty file READY_FILE in the verdict
-// folder (the runner gives no timed or perf test its turn before every early process is ready),
-// then waits for the runner's byte on descriptor N. With `cold` (--kit_wait_cold, Nsight
-// Compute's processes, started while timed tests run) it does nothing on the GPU before that
-// byte: no context, no setup. False when the pipe ends instead: the runner will not need these
-// tests.
+// may come first (kit::run_before_turn), says it is ready (the runner gives no timed or perf test
+// its turn before every early process is ready), then waits for the runner's byte on descriptor
+// N. With `cold` (--kit_wait_cold: Nsight Compute's processes, started while the timed tests run)
+// it only starts the driver before that byte, which loads ncu's library into the process but
+// makes no context, and says it is ready once its turn has come and its context is made (main):
+// the runner starts the perf processes, whose contexts would wait behind theirs, then. False
+// when the pipe ends instead: the runner will not need these tests.
 bool wait_for_turn(int fd, bool cold, const std::string& filter, const std::string& verdict_dir) {
+  int devices = 0;
+  const bool device = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  if (!device) cudaGetLastError();
   if (!cold) {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    if (device) {
       cudaFree(nullptr);
       if (kit::run_before_turn(filter) > 0) kit::trace("set up ahead of the turn");
-    } else {
-      cudaGetLastError();
     }
+    say_ready(verdict_dir);
   }
-  if (!verdict_dir.empty()) std::ofstream(verdict_dir + "/" + kReadyFile);
   kit::trace("waiting for the runner");
   char go = 0;
   ssize_t got = 0;
@@ -456,7 +462,7 @@ int main(int argc, char** argv) {
   // The runner started this process under compute-sanitizer, which may follow the worker alone.
   kit::set_sanitized(!take_flag(argc, argv, "--kit_sanitized=").empty());
   const std::string wait_fd = take_flag(argc, argv, "--kit_wait_fd=");
-  const bool wait_cold = !take_flag(argc, argv, "--kit_wait_cold=").empty();
+  const bool wait_cold = !take_flag(argc, argv, "--kit_wait_cold=").empty() && !wait_fd.empty();
 #ifdef KIT_JUDGE
   // A judge (kit/remote.h): the student's code runs in the worker it starts, by default the
   // student's own build next to this binary; the runner names the worker and the time limit.
@@ -513,9 +519,15 @@ int main(int argc, char** argv) {
 #endif
     return 0;
   }
+  if (wait_cold) {
 #ifdef KIT_JUDGE
-  if (!verdict_dir.empty() && wait_cold) kit::remote::start_worker_early();
+    if (!verdict_dir.empty()) kit::remote::start_worker_early();
 #endif
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) cudaFree(nullptr);
+    cudaGetLastError();
+    say_ready(verdict_dir);
+  }
   const int status = RUN_ALL_TESTS();
 #ifdef KIT_JUDGE
   kit::remote::shut_down_worker();

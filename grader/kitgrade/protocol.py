@@ -202,11 +202,12 @@ class StartSignal:
     process at once; the process makes its CUDA context and its worker's, does its setup
     (kit::run_before_turn), says it is ready, then waits. give() lets its tests begin (their time
     limits count from then); cancel() ends it unrun (run_tests then judges nothing). `cold`: the
-    process touches the GPU only once given its turn (WAIT_COLD_FLAG). The runner starts each
-    lab's timed process during the correctness phase, the counter tests' Nsight Compute processes
-    (cold) while the timed tests run, and each lab's perf process while the counter tests run
-    (runner._start_early), and waits for every early process of a phase to be ready (or ended)
-    before it gives the phase's first turn."""
+    process makes no context before its turn (WAIT_COLD_FLAG), and says it is ready once its
+    turn has come and its contexts are made. The runner starts each lab's timed process during
+    the correctness phase, the counter tests' Nsight Compute processes (cold) while the timed
+    tests run, and each lab's perf process once those have made their contexts, while the counter
+    tests run (runner._start_early); it waits for every early process of a phase to be ready (or
+    ended) before it gives the phase's first turn."""
 
     def __init__(self, cold: bool = False) -> None:
         self._set = threading.Event()
@@ -421,8 +422,10 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 while not go.wait(POLL_S) and proc.poll() is None:
                     if ready.exists():
                         go.mark_ready()
-                go.mark_ready()
+                if not go.cold:
+                    go.mark_ready()
                 if go.cancelled or proc.poll() is not None:
+                    go.mark_ready()
                     go.cancel()  # ended before its turn: the caller grades these tests anew
                     return None, None
                 try:
@@ -430,11 +433,15 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                 except OSError:
                     pass  # it ended just now: the loop below finds out how
                 since = time.monotonic()
+            cold = go is not None and go.cold and wait_write >= 0
             while True:
                 try:
                     returncode = proc.wait(timeout=POLL_S)
                 except subprocess.TimeoutExpired:
                     returncode = None
+                if cold and (verdicts / READY_FILE).exists():
+                    go.mark_ready()  # its contexts are made (a cold process says so after `go`)
+                    cold = False
                 forged = collect()
                 if forged is not None or halted or (judged == wanted and not prefix):
                     break
@@ -446,6 +453,8 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                         abandon(in_flight(), time.monotonic() - since):
                     break
         finally:
+            if go is not None:
+                go.mark_ready()
             _kill_group(proc)
             proc.wait()
             os.close(read_end)

@@ -667,10 +667,17 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         drain()
     clock = _lap(timings, "timed", clock)
 
-    # Each lab's perf process starts now, ahead of its turn (protocol.StartSignal): its CUDA
-    # contexts are made while the counter tests run, which count events and time nothing, and
-    # its first test waits for the runner's signal, given when every other test has ended.
-    early_perf = _start_early(graded, "perf", gpu_available)
+    # Each lab's perf process starts ahead of its turn (protocol.StartSignal): its CUDA contexts
+    # are made while the counter tests run, which count events and time nothing, and its first
+    # test waits for the runner's signal, given when every other test has ended. It starts once
+    # the counter tests' processes, given their turn now, have made their contexts (the driver
+    # makes contexts one at a time: theirs first, so that the counter tests end sooner).
+    early_perf: dict[int, _Early] = {}
+
+    def start_perf() -> None:
+        _wait_ready(early for _, _, early in early_counted)
+        early_perf.update(_start_early(graded, "perf", gpu_available))
+    perf_starter = threading.Thread(target=start_perf, name="perf start", daemon=True)
 
     # Counter tests, each under Nsight Compute, up to COUNTER_SESSIONS at once, after the timed
     # tests and before the perf tests: nothing timed runs beside them. (Beside the correctness
@@ -686,6 +693,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
             lab.run_counted(spec, ncu_path, gpu_available)  # its verdict now, or it runs anew
 
     # The early ones first: the side-by-side runs take the work in order.
+    perf_starter.start()
     _side_by_side([functools.partial(counted_early, lab, spec, early)
                    for lab, spec, early in early_counted] +
                   [functools.partial(lab.run_counted, spec, ncu_path, gpu_available)
@@ -694,6 +702,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
                   counter_sessions, finished, on_result)
     clock = _lap(timings, "counters", clock)
 
+    perf_starter.join()
     _wait_ready(early_perf.values())
     for lab in graded:
         _perf(lab, gpu_available, early_perf.get(id(lab)))

@@ -345,11 +345,18 @@ def main(argv: list[str]) -> int:
                 f.write(f"{'waiting-cold' if cold else 'waiting'} {first} {time.monotonic()}\n")
         if os.environ.get("FAKE_DIE_WAITING"):
             os._exit(3)
-        if not os.environ.get("FAKE_NEVER_READY"):
+        ready = not os.environ.get("FAKE_NEVER_READY")
+        if ready and not cold:
             open(os.path.join(VERDICT_DIR, "ready"), "w").close()
         if os.read(int(wait_fd), 1) != b"g":
             return 0
         os.close(int(wait_fd))
+        if ready and cold:  # its contexts made once its turn has come
+            time.sleep(float(os.environ.get("FAKE_COLD_CONTEXT_S", "0")))
+            open(os.path.join(VERDICT_DIR, "ready"), "w").close()
+            if log:
+                with open(log, "a") as f:
+                    f.write(f"warm {flags['--gtest_filter'].split(':')[0]} {time.monotonic()}\n")
     if len(NONCE) < 32:
         print("fake binary: no key on KIT_NONCE_FD", file=sys.stderr)
         return 2

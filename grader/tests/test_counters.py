@@ -288,6 +288,16 @@ class GradedUnderTheFakeNcu(unittest.TestCase):
                 self.assertEqual(("waiting-cold", "Gpu.Works") in at, early)
                 self.assertGreater(at[("start", "Gpu.Works")], at[("end", timed)])
 
+    def test_the_perf_process_starts_once_the_counter_processes_have_their_contexts(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "events.log"
+            lab = self.grade(tests="gpu,timed,perf", FAKE_NCU_LAUNCHES=launches(64, 64),
+                             FAKE_LOG=str(log), FAKE_COLD_CONTEXT_S="0.5")
+            self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
+            at = {(kind, name): float(t) for kind, name, t in
+                  (line.split() for line in log.read_text().splitlines())}
+        self.assertGreater(at[("waiting", "Perf.Saxpy")], at[("warm", "Gpu.Works")])
+
     def test_excess_sectors_fail(self) -> None:
         (test,) = self.grade(FAKE_NCU_LAUNCHES=launches(160, 64)).tests
         self.assertIs(test.status, Status.FAILED)

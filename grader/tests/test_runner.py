@@ -1035,11 +1035,15 @@ class StartSignalTest(unittest.TestCase):
         self.assertTrue(signal.wait_ready(10))
         thread.join(10)
 
-    def test_a_cold_start_asks_the_process_to_wait_before_the_gpu(self) -> None:
+    def test_a_cold_start_is_ready_only_once_its_turn_has_come(self) -> None:
         signal = protocol.StartSignal(cold=True)
-        thread, results, log = self.start(signal, "pass")
+        thread, results, log = self.start(signal, "pass", FAKE_COLD_CONTEXT_S="0.5")
         self.wait_for(log, "waiting-cold")
+        self.assertFalse(signal.wait_ready(0.3))
+        given = time.monotonic()
         signal.give()
+        self.assertTrue(signal.wait_ready(10))
+        self.assertGreaterEqual(self.wait_for(log, "warm"), given)
         thread.join(10)
         self.assertIs(results["Host.Passes"].status, Status.PASSED)
 
