@@ -77,6 +77,9 @@ int run_before_turn(const std::string& filter) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kit: %s's setup ahead of its turn failed (its test does it): %s\n",
                    suite.c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "kit: %s's setup ahead of its turn failed (its test does it)\n",
+                   suite.c_str());
     }
   }
   return ran;

@@ -565,8 +565,11 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     own under compute-sanitizer, up to SANITIZER_SESSIONS at once (after them with fail_fast);
     then, one lab at a time with nothing else on the GPU, its timed tests (each lab's timed
     process starts during the correctness phase and waits for its turn); then the counter tests
-    (each under Nsight Compute, up to COUNTER_SESSIONS at once), while the perf processes start;
-    then, one lab at a time, if every correctness test of the lab passed, its perf tests.
+    (each under Nsight Compute, up to COUNTER_SESSIONS at once; the first of those processes
+    start cold during the timed tests), while the perf processes start, once the counter
+    processes have made their contexts; then, one lab at a time, if every correctness test of the
+    lab passed, its perf tests. A timed or perf phase's first turn waits until every process
+    started for it is ready (_wait_ready).
     `timings` gets the seconds of each phase (RunResult.timings). `device`, asked once the
     listing is done (run queries the device beside it), says whether there is a GPU and gives its
     lock (gpu_lock), held shared from the correctness tests on and exclusive from the timed tests
