@@ -408,8 +408,8 @@ void say_ready(const std::string& verdict_dir) {
 // its turn before every early process is ready), then waits for the runner's byte on descriptor
 // N. With `cold` (--kit_wait_cold: Nsight Compute's processes, started while the timed tests run)
 // it only starts the driver before that byte, which loads ncu's library into the process but
-// makes no context, and says it is ready once its turn has come and its context is made (main):
-// the runner starts the perf processes, whose contexts would wait behind theirs, then. False
+// makes no context, and once its turn has come starts its worker, makes its context and says it
+// is ready: the runner starts the perf processes, whose contexts would wait behind theirs, then. False
 // when the pipe ends instead: the runner will not need these tests.
 bool wait_for_turn(int fd, bool cold, const std::string& filter, const std::string& verdict_dir) {
   int devices = 0;
@@ -429,6 +429,13 @@ bool wait_for_turn(int fd, bool cold, const std::string& filter, const std::stri
     got = read(fd, &go, 1);
   } while (got < 0 && errno == EINTR);
   close(fd);
+  if (got == 1 && cold) {
+#ifdef KIT_JUDGE
+    if (!verdict_dir.empty()) kit::remote::start_worker_early();
+#endif
+    if (device) cudaFree(nullptr);
+    say_ready(verdict_dir);
+  }
   return got == 1;
 }
 
@@ -518,15 +525,6 @@ int main(int argc, char** argv) {
     kit::remote::shut_down_worker();
 #endif
     return 0;
-  }
-  if (wait_cold) {
-#ifdef KIT_JUDGE
-    if (!verdict_dir.empty()) kit::remote::start_worker_early();
-#endif
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) cudaFree(nullptr);
-    cudaGetLastError();
-    say_ready(verdict_dir);
   }
   const int status = RUN_ALL_TESTS();
 #ifdef KIT_JUDGE

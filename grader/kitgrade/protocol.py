@@ -339,6 +339,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
         verdicts = Path(tmp) / "verdicts"
         log = Path(tmp) / "output.log"
         work = Path(tmp) / "work"  # the tests' working directory: whatever they write stays here
+        ready = verdicts / READY_FILE
         verdicts.mkdir()
         work.mkdir()
         argv = [*prefix, str(binary.absolute()), f"--gtest_filter={':'.join(test_ids)}",
@@ -418,14 +419,12 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
             if wait_write >= 0:
                 # Ahead of its turn: the process makes its contexts, says it is ready and waits
                 # for `go`.
-                ready = verdicts / READY_FILE
                 while not go.wait(POLL_S) and proc.poll() is None:
                     if ready.exists():
                         go.mark_ready()
                 if not go.cold:
                     go.mark_ready()
                 if go.cancelled or proc.poll() is not None:
-                    go.mark_ready()
                     go.cancel()  # ended before its turn: the caller grades these tests anew
                     return None, None
                 try:
@@ -439,7 +438,7 @@ def _run_process(binary: Path, test_ids: Sequence[str], seed: int, timeout_s: fl
                     returncode = proc.wait(timeout=POLL_S)
                 except subprocess.TimeoutExpired:
                     returncode = None
-                if cold and (verdicts / READY_FILE).exists():
+                if cold and ready.exists():
                     go.mark_ready()  # its contexts are made (a cold process says so after `go`)
                     cold = False
                 forged = collect()

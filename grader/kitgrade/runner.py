@@ -435,6 +435,11 @@ class _Lab:
         for spec in specs:
             self.run_sanitized(spec, tool, gpu_available)
 
+    def to_count(self, spec: protocol.TestSpec) -> bool:
+        """A counter test that is still to run: its lab has not failed fast, its step has not
+        settled (run_counted gives the others their verdict)."""
+        return not (self.fail_fast and self.failed()) and not self.settled(spec.step)
+
     def failed(self) -> bool:
         """Some test of the lab ran and did not pass."""
         return any(t.status.is_problem for t in self.by_id.values())
@@ -691,8 +696,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     started = {(id(lab), spec.id) for lab, spec, _ in early_counted}
 
     def counted_early(lab: _Lab, spec: protocol.TestSpec, early: _Early) -> None:
-        go = not (lab.fail_fast and lab.failed()) and not lab.settled(spec.step)
-        if not _take_turn(early, go):
+        if not _take_turn(early, lab.to_count(spec)):
             lab.run_counted(spec, ncu_path, gpu_available)  # its verdict now, or it runs anew
 
     # The early ones first: the side-by-side runs take the work in order.
@@ -1039,7 +1043,7 @@ def _start_counted_early(labs: Sequence[_Lab], ncu_path: str | None, gpu_availab
     if not gpu_available or ncu_path is None or os.environ.get(COUNTERS_EARLY_ENV, "1") == "0":
         return []
     specs = [(lab, spec) for lab in labs for spec in lab.pending((counters.KIND,))
-             if not (lab.fail_fast and lab.failed()) and not lab.settled(spec.step)]
+             if lab.to_count(spec)]
     early = []
     for lab, spec in specs[:sessions]:
         signal = protocol.StartSignal(cold=True)
