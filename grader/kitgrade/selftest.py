@@ -930,44 +930,58 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
                            f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
 
-        def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
+        def grade(targets: list[runner.LabTarget], what: str,
+                  **options: object) -> tuple[RunResult, str]:
+            """The run, and its phase line (said by the caller: runs may overlap)."""
             began = time.monotonic()
-            run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
+            run = runner.run(targets, runner.RunOptions("student", seed, jobs, **options), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
+            return run, (f"({what}, in {time.monotonic() - began:.0f} s: "
                          + ", ".join(f"{phase} {seconds:.0f}"
                                      for phase, seconds in run.timings.items())
-                         + (f"; {settled} tests of steps already lost not run" if settled else "")
-                         + ")", out)
-            return run
+                         + (f"; {settled} tests of steps already lost not run" if settled
+                            else "") + ")")
 
         stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
-        first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
-        wrongs: list[tuple[Lab, _WrongRun]] = []
+        first, line = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
+        _say_wrapped(line, out)
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
                 for lab in (labs if instructor else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
-        for lab, subs in runs:
+        lock_path = gpu_lock.path_for(first.device)
+
+        def wrong_run(i: int) -> tuple[Lab, _WrongRun, str] | None:
+            lab, subs = runs[i]
             ok = built(lab)
             raced = [sub for sub in subs if sub.racecheck]
             if raced:
                 races(first, lab, raced)  # a failed build fails them too, and step 9 says so
             if not ok:
-                continue
+                return None
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
                            timeout_s=sub.timeout_s, alone_timeout_s=sub.alone_timeout_s,
                            settle=_settle(sub))
                        for sub in subs]
-            again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
-            run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
-                        f"{lab.id}: {len(subs)} known-wrong submissions"
-                        + (f", {len(again)} graded again without the inspection" if again else ""))
-            wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
-                                          dict(zip(again, run.labs[len(subs):])))))
+            again = [k for k, sub in enumerate(subs) if sub.refused and not sub.only_refused]
+            run, line = grade(
+                targets + [dataclasses.replace(targets[k], inspect=False) for k in again],
+                f"{lab.id}: {len(subs)} known-wrong submissions"
+                + (f", {len(again)} graded again without the inspection" if again else ""),
+                lock_path=lock_path, on_exclusive=lambda: pipeline.start(i + 1))
+            return lab, _WrongRun(subs, run.labs[:len(subs)],
+                                  dict(zip(again, run.labs[len(subs):]))), line
+
+        pipeline = _Pipeline(wrong_run, len(runs))
+        wrongs: list[tuple[Lab, _WrongRun]] = []
+        for done in pipeline.results():
+            if done is not None:
+                lab, graded_run, line = done
+                _say_wrapped(line, out)
+                wrongs.append((lab, graded_run))
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,
@@ -975,6 +989,54 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
 
     return _Together(first, part("student", first.labs[:len(stubs)]),
                      part("reference", first.labs[len(stubs):]), wrongs)
+
+
+class _Pipeline:
+    """Step 5's known-wrong runs, in order, each in a thread of its own: run i + 1 starts when run
+    i ends or, sooner, when run i asks for the GPU's lock exclusive (its timed tests). The lock
+    keeps the GPU's use as it was one run after the other: the next run takes it shared before
+    its listing (RunOptions.lock_path), so it waits while run i holds it exclusive. But when run
+    i has to wait for the lock, another grading (the student edition's test command, a racecheck
+    run) holding it shared, the next run's listing and correctness tests run in that wait instead
+    of after it (session 34 on an H200: lab 02's run waited 14 s for the edition's grading)."""
+
+    def __init__(self, work: Callable[[int], object], count: int) -> None:
+        self.work, self.count = work, count
+        self.threads: list[threading.Thread] = []
+        self.done: list[object] = [None] * count
+        self.lock = threading.Lock()
+
+    def start(self, i: int) -> None:
+        """Starts run i, unless it has started (or there is none)."""
+        with self.lock:
+            if i != len(self.threads) or i >= self.count:
+                return
+            thread = threading.Thread(target=self._run, args=(i,), name=f"known-wrong run {i}",
+                                      daemon=True)
+            self.threads.append(thread)
+        thread.start()
+
+    def _run(self, i: int) -> None:
+        try:
+            self.done[i] = self.work(i)
+        except BaseException as err:  # noqa: BLE001 - raised again in results()
+            self.done[i] = _Raised(err)
+        finally:
+            self.start(i + 1)
+
+    def results(self):
+        """Each run's result, in order, as each ends (an exception a run raised, raised here)."""
+        self.start(0)
+        for i in range(self.count):
+            self.threads[i].join()  # run i started once run i - 1 ended, at the latest
+            if isinstance(self.done[i], _Raised):
+                raise self.done[i].err
+            yield self.done[i]
+
+
+@dataclass
+class _Raised:
+    err: BaseException
 
 
 def _say_wrapped(line: str, out: TextIO) -> None:

@@ -8,6 +8,7 @@ import tempfile
 import threading
 import time
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from kitgrade import gpu_lock, runner
@@ -136,6 +137,60 @@ class RunnerHoldsTheLockTest(unittest.TestCase):
         events, released, lab = self.grade_beside("exclusive")
         self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
         self.assertGreater(min(float(t) for kind, _, t in events if kind == "start"), released)
+
+    def test_with_the_lock_known_beforehand_not_even_the_listing_runs_beside_perf_tests(
+            self) -> None:
+        # RunOptions.lock_path: the lock is taken before the listing and the device query (a
+        # process that makes a CUDA context), not after them.
+        tmp = Path(tempfile.mkdtemp())
+        began: dict[str, float] = {}
+
+        def timed(name, real):
+            def wrapper(*args, **kwargs):
+                began.setdefault(name, time.monotonic())
+                return real(*args, **kwargs)
+            return wrapper
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf"), \
+                mock.patch.object(runner, "_prepare", timed("list", runner._prepare)), \
+                mock.patch.object(runner, "_device", timed("device", runner._device)):
+            path = gpu_lock.path_for(FAKE_DEVICE)
+            other = gpu_lock.GpuLock(path)
+            other.exclusive()
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(tmp / "bin", "01_alpha"))
+            done: list[runner.LabResult] = []
+            asked: list[float] = []
+            thread = threading.Thread(target=lambda: done.extend(runner.run(
+                [target], runner.RunOptions("student", 7, 2, lock_path=path,
+                                            on_exclusive=lambda: asked.append(
+                                                time.monotonic()))).labs))
+            thread.start()
+            time.sleep(1.0)
+            released = time.monotonic()
+            other.release()
+            thread.join(30)
+        self.assertTrue(all(t.status is Status.PASSED for t in done[0].tests), done[0].tests)
+        self.assertGreater(began["list"], released)
+        self.assertGreater(began["device"], released)
+        self.assertEqual(len(asked), 1)  # on_exclusive: once, before the timed and perf tests
+
+    def test_on_exclusive_comes_after_the_correctness_tests_and_before_the_perf_test(
+            self) -> None:
+        tmp = Path(tempfile.mkdtemp())
+        log = tmp / "events.log"
+        asked: list[float] = []
+        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log),
+                      KIT_PERF_EARLY="0"):
+            target = runner.LabTarget(make_lab("01_alpha"),
+                                      make_fake_binary(tmp / "bin", "01_alpha"))
+            runner.run([target], runner.RunOptions(
+                "student", 7, 2, on_exclusive=lambda: asked.append(time.monotonic())))
+        events = [line.split() for line in log.read_text().splitlines()]
+        (at,) = asked
+        ends = [float(t) for kind, name, t in events if kind == "end" and name != "Perf.Saxpy"]
+        starts = {name: float(t) for kind, name, t in events if kind == "start"}
+        self.assertGreater(at, max(ends))
+        self.assertLess(at, starts["Perf.Saxpy"])
 
 
 if __name__ == "__main__":
