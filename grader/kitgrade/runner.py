@@ -176,9 +176,10 @@ class RunOptions:
     another grading holds the lock exclusive waits without touching the GPU (and without saying
     so: its waits are the caller's plan, not another grading's). The kit's selftest
     starts a known-wrong run while the one before it waits for its exclusive hold
-    (on_exclusive)."""
-    on_exclusive: Callable[[], None] | None = field(default=None, hash=False, compare=False)
-    """Called once, just before the run asks for the GPU's lock exclusive (its timed tests)."""
+    (on_lock_wait)."""
+    on_lock_wait: Callable[[], None] | None = field(default=None, hash=False, compare=False)
+    """Called when the run has to wait for the GPU's lock exclusive (its timed tests), another
+    grading holding it; not called when it has it at once."""
     pinned_judges: dict[Path, str] | None = field(default=None, hash=False, compare=False)
     """Each judge's SHA-256 when the first run with these options began (kit.py batch shares one
     dict over its submissions): a judge that differs at a later run fails its lab (JUDGE_CHANGED)
@@ -684,9 +685,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
         clock = done
 
-    if options.on_exclusive is not None:
-        options.on_exclusive()
-    lock.exclusive()
+    lock.exclusive(on_wait=options.on_lock_wait)
     # The counter tests' Nsight Compute processes start now, cold: ncu's own start-up (about 0.5
     # s) overlaps the timed tests, and nothing touches the GPU before their turn.
     ncu_path = ncu.find_ncu()

@@ -971,7 +971,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                 targets + [dataclasses.replace(targets[k], inspect=False) for k in again],
                 f"{lab.id}: {len(subs)} known-wrong submissions"
                 + (f", {len(again)} graded again without the inspection" if again else ""),
-                lock_path=lock_path, on_exclusive=lambda: pipeline.start(i + 1))
+                lock_path=lock_path, on_lock_wait=lambda: pipeline.ahead())
             return lab, _WrongRun(subs, run.labs[:len(subs)],
                                   dict(zip(again, run.labs[len(subs):]))), line
 
@@ -992,28 +992,40 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
 
 
 class _Pipeline:
-    """Step 5's known-wrong runs, in order, each in a thread of its own: run i + 1 starts when run
-    i ends or, sooner, when run i asks for the GPU's lock exclusive (its timed tests). The lock
-    keeps the GPU's use as it was one run after the other: the next run takes it shared before
-    its listing (RunOptions.lock_path), so it waits while run i holds it exclusive. But when run
-    i has to wait for the lock, another grading (the student edition's test command, a racecheck
-    run) holding it shared, the next run's listing and correctness tests run in that wait instead
-    of after it (session 34 on an H200: lab 02's run waited 14 s for the edition's grading)."""
+    """Step 5's known-wrong runs, in order, each in a thread of its own, at most two at a time: a
+    run starts when the one before ends or, sooner, when a run alone in flight asks for the GPU's
+    lock exclusive for its timed tests and has to wait for it (RunOptions.on_lock_wait: ahead()),
+    another grading (the student edition's test command, a racecheck run) holding it shared: the
+    next run's listing and correctness tests then fill that wait instead of coming after it
+    (session 34 on an H200: lab 02's run waited 14 s for the edition's grading). The next run
+    takes the lock shared before its listing (RunOptions.lock_path), so nothing of it touches
+    the GPU while a run holds the lock exclusive. Never a third: a run that waited for the lock
+    while the one before still waits for it would start another, whose shared hold comes
+    between them, and so on (a first version started the next run whenever one asked for the
+    lock, and lab 02's timed tests waited 113 s for every other run's correctness tests)."""
 
     def __init__(self, work: Callable[[int], object], count: int) -> None:
         self.work, self.count = work, count
         self.threads: list[threading.Thread] = []
         self.done: list[object] = [None] * count
-        self.lock = threading.Lock()
+        self.flying = 0
+        self.changed = threading.Condition()
 
-    def start(self, i: int) -> None:
-        """Starts run i, unless it has started (or there is none)."""
-        with self.lock:
-            if i != len(self.threads) or i >= self.count:
-                return
-            thread = threading.Thread(target=self._run, args=(i,), name=f"known-wrong run {i}",
-                                      daemon=True)
-            self.threads.append(thread)
+    def ahead(self) -> None:
+        """A run waits for the lock exclusive: the next one starts if that run is alone."""
+        with self.changed:
+            if self.flying == 1:
+                self._start_next()
+
+    def _start_next(self) -> None:
+        i = len(self.threads)
+        if i >= self.count:
+            return
+        thread = threading.Thread(target=self._run, args=(i,), name=f"known-wrong run {i}",
+                                  daemon=True)
+        self.threads.append(thread)
+        self.flying += 1
+        self.changed.notify_all()
         thread.start()
 
     def _run(self, i: int) -> None:
@@ -1022,13 +1034,20 @@ class _Pipeline:
         except BaseException as err:  # noqa: BLE001 - raised again in results()
             self.done[i] = _Raised(err)
         finally:
-            self.start(i + 1)
+            with self.changed:
+                self.flying -= 1
+                if self.flying == 0:
+                    self._start_next()
 
     def results(self):
         """Each run's result, in order, as each ends (an exception a run raised, raised here)."""
-        self.start(0)
+        with self.changed:
+            if not self.threads:
+                self._start_next()
         for i in range(self.count):
-            self.threads[i].join()  # run i started once run i - 1 ended, at the latest
+            with self.changed:  # run i starts once every run before it has ended, at the latest
+                self.changed.wait_for(lambda: len(self.threads) > i)
+            self.threads[i].join()
             if isinstance(self.done[i], _Raised):
                 raise self.done[i].err
             yield self.done[i]

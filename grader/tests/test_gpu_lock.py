@@ -102,6 +102,22 @@ class LockTest(unittest.TestCase):
         lock.release()
 
 
+class OnWaitTest(unittest.TestCase):
+    def test_on_wait_is_called_once_when_the_exclusive_hold_waits_and_not_when_it_does_not(
+            self) -> None:
+        path = Path(tempfile.mkdtemp()) / "gpu.lock"
+        calls: list[str] = []
+        with gpu_lock.GpuLock(path, io.StringIO()) as lock:
+            lock.exclusive(on_wait=lambda: calls.append("free"))
+        self.assertEqual(calls, [])
+        other = gpu_lock.GpuLock(path)
+        other.shared()
+        threading.Timer(0.3, other.release).start()
+        with gpu_lock.GpuLock(path, io.StringIO()) as lock:
+            lock.exclusive(on_wait=lambda: calls.append("held"))
+        self.assertEqual(calls, ["held"])
+
+
 class RunnerHoldsTheLockTest(unittest.TestCase):
     """A grading started while another holds the GPU: beside another's correctness tests (a
     shared hold) its own correctness tests run and its perf test waits; beside another's timed
@@ -159,11 +175,8 @@ class RunnerHoldsTheLockTest(unittest.TestCase):
             target = runner.LabTarget(make_lab("01_alpha"),
                                       make_fake_binary(tmp / "bin", "01_alpha"))
             done: list[runner.LabResult] = []
-            asked: list[float] = []
             thread = threading.Thread(target=lambda: done.extend(runner.run(
-                [target], runner.RunOptions("student", 7, 2, lock_path=path,
-                                            on_exclusive=lambda: asked.append(
-                                                time.monotonic()))).labs))
+                [target], runner.RunOptions("student", 7, 2, lock_path=path)).labs))
             thread.start()
             time.sleep(1.0)
             released = time.monotonic()
@@ -172,25 +185,36 @@ class RunnerHoldsTheLockTest(unittest.TestCase):
         self.assertTrue(all(t.status is Status.PASSED for t in done[0].tests), done[0].tests)
         self.assertGreater(began["list"], released)
         self.assertGreater(began["device"], released)
-        self.assertEqual(len(asked), 1)  # on_exclusive: once, before the timed and perf tests
 
-    def test_on_exclusive_comes_after_the_correctness_tests_and_before_the_perf_test(
-            self) -> None:
-        tmp = Path(tempfile.mkdtemp())
-        log = tmp / "events.log"
-        asked: list[float] = []
-        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log),
-                      KIT_PERF_EARLY="0"):
-            target = runner.LabTarget(make_lab("01_alpha"),
-                                      make_fake_binary(tmp / "bin", "01_alpha"))
-            runner.run([target], runner.RunOptions(
-                "student", 7, 2, on_exclusive=lambda: asked.append(time.monotonic())))
-        events = [line.split() for line in log.read_text().splitlines()]
-        (at,) = asked
-        ends = [float(t) for kind, name, t in events if kind == "end" and name != "Perf.Saxpy"]
-        starts = {name: float(t) for kind, name, t in events if kind == "start"}
-        self.assertGreater(at, max(ends))
-        self.assertLess(at, starts["Perf.Saxpy"])
+    def test_on_lock_wait_only_when_the_exclusive_hold_must_wait(self) -> None:
+        for held in (False, True):
+            with self.subTest(held=held):
+                tmp = Path(tempfile.mkdtemp())
+                log = tmp / "events.log"
+                asked: list[float] = []
+                with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log)):
+                    other = gpu_lock.GpuLock(gpu_lock.path_for(FAKE_DEVICE))
+                    if held:
+                        other.shared()  # another grading's correctness tests
+                    target = runner.LabTarget(make_lab("01_alpha"),
+                                              make_fake_binary(tmp / "bin", "01_alpha"))
+                    thread = threading.Thread(target=lambda: runner.run(
+                        [target], runner.RunOptions("student", 7, 2, on_lock_wait=lambda:
+                                                    asked.append(time.monotonic()))))
+                    thread.start()
+                    time.sleep(1.5)
+                    released = time.monotonic()
+                    other.release()
+                    thread.join(30)
+                events = [line.split() for line in log.read_text().splitlines()]
+                ends = [float(t) for kind, name, t in events
+                        if kind == "end" and name != "Perf.Saxpy"]
+                if not held:
+                    self.assertEqual(asked, [])
+                    continue
+                (at,) = asked
+                self.assertGreater(at, max(ends))
+                self.assertLess(at, released)
 
 
 if __name__ == "__main__":

@@ -217,8 +217,9 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
 
 
 class PipelineTest(unittest.TestCase):
-    """Step 5's known-wrong runs: the next one starts when one asks for the GPU's lock exclusive
-    (on_exclusive) or ends, and their results keep their order."""
+    """Step 5's known-wrong runs: the next one starts when one alone waits for the GPU's lock
+    exclusive (on_lock_wait: ahead) or ends, never a third beside two, and their results keep
+    their order."""
 
     def test_a_run_waiting_for_the_lock_lets_the_next_one_start(self) -> None:
         events: list[tuple[str, int]] = []
@@ -227,15 +228,18 @@ class PipelineTest(unittest.TestCase):
         def work(i: int) -> int:
             events.append(("start", i))
             if i == 0:
-                pipeline.start(1)  # as its on_exclusive does
+                pipeline.ahead()  # as its on_lock_wait does
                 self.assertTrue(lock_had.wait(5))  # waits for the lock, run 1 works meanwhile
             if i == 1:
+                pipeline.ahead()  # run 0 still in flight: no third run
+                events.append(("asked", 1))
                 lock_had.set()
             events.append(("end", i))
             return 10 * i
         pipeline = selftest._Pipeline(work, 3)
         self.assertEqual(list(pipeline.results()), [0, 10, 20])
         self.assertLess(events.index(("start", 1)), events.index(("end", 0)))
+        self.assertGreater(events.index(("start", 2)), events.index(("end", 0)))
         self.assertGreater(events.index(("start", 2)), events.index(("end", 1)))
         self.assertEqual(sorted(events), sorted({*events}))  # each run once
 
