@@ -27,7 +27,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -69,10 +68,9 @@ class GpuLock:
         """Held while correctness tests run: other gradings' correctness tests may run too."""
         self._take(fcntl.LOCK_SH)
 
-    def exclusive(self, on_wait: Callable[[], None] | None = None) -> None:
-        """Held while timed, counter and perf tests run: nothing of another grading runs.
-        `on_wait` is called once if the lock cannot be had at once, before the wait."""
-        self._take(fcntl.LOCK_EX, on_wait)
+    def exclusive(self) -> None:
+        """Held while timed, counter and perf tests run: nothing of another grading runs."""
+        self._take(fcntl.LOCK_EX)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -85,7 +83,7 @@ class GpuLock:
     def __exit__(self, *_: object) -> None:
         self.release()
 
-    def _take(self, mode: int, on_wait: Callable[[], None] | None = None) -> None:
+    def _take(self, mode: int) -> None:
         if self.path is None:
             return
         if self._fd is None:
@@ -98,8 +96,6 @@ class GpuLock:
                 return
         if _flocked(self._fd, mode):
             return
-        if on_wait is not None:
-            on_wait()
         if not self._told_waiting:
             self._told_waiting = True
             self._say("kit: another grading on this GPU is running "

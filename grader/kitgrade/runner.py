@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import io
 import json
 import os
 import queue
@@ -169,17 +168,6 @@ class RunOptions:
     leave_out: frozenset[str] = frozenset()
     """Test ids not to run (NOT_SELECTED_REASON): kit.py mutate leaves out the tests the reference
     did not pass, which decide nothing there (with fail_fast, one would stop every mutant)."""
-    lock_path: Path | None = None
-    """The GPU's lock file, when it is known before the run starts (gpu_lock.path_for of an
-    earlier run's device): the lock is then taken shared before anything of this run starts
-    (the listing, the device query) instead of once the listing is done, so a run started while
-    another grading holds the lock exclusive waits without touching the GPU (and without saying
-    so: its waits are the caller's plan, not another grading's). The kit's selftest
-    starts a known-wrong run while the one before it waits for its exclusive hold
-    (on_lock_wait)."""
-    on_lock_wait: Callable[[], None] | None = field(default=None, hash=False, compare=False)
-    """Called when the run has to wait for the GPU's lock exclusive (its timed tests), another
-    grading holding it; not called when it has it at once."""
     pinned_judges: dict[Path, str] | None = field(default=None, hash=False, compare=False)
     """Each judge's SHA-256 when the first run with these options began (kit.py batch shares one
     dict over its submissions): a judge that differs at a later run fails its lab (JUDGE_CHANGED)
@@ -273,21 +261,11 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
     # 0.3 s) runs beside the labs' listing, which needs no GPU; its answer, and the GPU's lock,
     # are taken when the first test is about to run.
     with ThreadPoolExecutor(max_workers=1) as query, contextlib.ExitStack() as held:
-        first = None  # the lock taken before the listing (RunOptions.lock_path)
-        if options.lock_path is not None:
-            # Not said when it waits: the caller started this run to wait there.
-            first = held.enter_context(gpu_lock.GpuLock(options.lock_path, note=io.StringIO()))
-            first.shared()
         asked = query.submit(_device, targets)
 
         def device() -> tuple[bool, gpu_lock.GpuLock]:
             result.device = asked.result()
-            path = gpu_lock.path_for(result.device)
-            if first is not None and first.path == path:
-                return result.gpu_available, first
-            if first is not None:
-                first.release()  # another GPU's lock (or none): this one orders nothing here
-            lock = held.enter_context(gpu_lock.GpuLock(path))
+            lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device)))
             return result.gpu_available, lock
 
         result.labs = grade_labs(targets, options, on_result or (lambda _: None),
@@ -685,7 +663,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
         timings["sanitizer"] = timings.get("sanitizer", 0.0) + max(0.0, ends[1] - ends[0])
         clock = done
 
-    lock.exclusive(on_wait=options.on_lock_wait)
+    lock.exclusive()
     # The counter tests' Nsight Compute processes start now, cold: ncu's own start-up (about 0.5
     # s) overlaps the timed tests, and nothing touches the GPU before their turn.
     ncu_path = ncu.find_ncu()
@@ -891,8 +869,7 @@ class TestSeconds:
             self.known.setdefault(lab.target.lab.id, {}).update(
                 {t: round(v, 4) for t, v in lab.seconds.items()})
         try:
-            partial = self.path.with_name(  # runs side by side in one process: a file each
-                f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+            partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.partial")
             partial.write_text(json.dumps(self.known, indent=1, sort_keys=True))
             os.replace(partial, self.path)
         except OSError:

@@ -930,58 +930,44 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
             progress.write(f"{time.monotonic() - started:7.1f} {test.lab} {test.id} "
                            f"{test.status.value} {test.duration_s:.1f} {test.reason[:60]!r}\n")
 
-        def grade(targets: list[runner.LabTarget], what: str,
-                  **options: object) -> tuple[RunResult, str]:
-            """The run, and its phase line (said by the caller: runs may overlap)."""
+        def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
             began = time.monotonic()
-            run = runner.run(targets, runner.RunOptions("student", seed, jobs, **options), log)
+            run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
-            return run, (f"({what}, in {time.monotonic() - began:.0f} s: "
+            _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
                          + ", ".join(f"{phase} {seconds:.0f}"
                                      for phase, seconds in run.timings.items())
-                         + (f"; {settled} tests of steps already lost not run" if settled
-                            else "") + ")")
+                         + (f"; {settled} tests of steps already lost not run" if settled else "")
+                         + ")", out)
+            return run
 
         stubs = [runner.lab_target(root, build_dir, lab, "student") for lab in labs]
         refs = ([runner.lab_target(root, build_dir, lab, "reference") for lab in labs]
                 if instructor else [])
-        first, line = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
-        _say_wrapped(line, out)
+        first = grade(stubs + refs, f"{len(stubs)} stubs and {len(refs)} solutions")
+        wrongs: list[tuple[Lab, _WrongRun]] = []
         runs = [(lab, [sub for sub in wrong.load(root, lab) if only is None or sub.name in only])
                 for lab in (labs if instructor else [])]
         runs = [(lab, subs) for lab, subs in runs if subs]
-        lock_path = gpu_lock.path_for(first.device)
-
-        def wrong_run(i: int) -> tuple[Lab, _WrongRun, str] | None:
-            lab, subs = runs[i]
+        for lab, subs in runs:
             ok = built(lab)
             raced = [sub for sub in subs if sub.racecheck]
             if raced:
                 races(first, lab, raced)  # a failed build fails them too, and step 9 says so
             if not ok:
-                return None
+                continue
             targets = [dataclasses.replace(
                            runner.lab_target(root, build_dir, lab, "student", wrong=sub.name),
                            timeout_s=sub.timeout_s, alone_timeout_s=sub.alone_timeout_s,
                            settle=_settle(sub))
                        for sub in subs]
-            again = [k for k, sub in enumerate(subs) if sub.refused and not sub.only_refused]
-            run, line = grade(
-                targets + [dataclasses.replace(targets[k], inspect=False) for k in again],
-                f"{lab.id}: {len(subs)} known-wrong submissions"
-                + (f", {len(again)} graded again without the inspection" if again else ""),
-                lock_path=lock_path, on_lock_wait=lambda: pipeline.ahead())
-            return lab, _WrongRun(subs, run.labs[:len(subs)],
-                                  dict(zip(again, run.labs[len(subs):]))), line
-
-        pipeline = _Pipeline(wrong_run, len(runs))
-        wrongs: list[tuple[Lab, _WrongRun]] = []
-        for done in pipeline.results():
-            if done is not None:
-                lab, graded_run, line = done
-                _say_wrapped(line, out)
-                wrongs.append((lab, graded_run))
+            again = [i for i, sub in enumerate(subs) if sub.refused and not sub.only_refused]
+            run = grade(targets + [dataclasses.replace(targets[i], inspect=False) for i in again],
+                        f"{lab.id}: {len(subs)} known-wrong submissions"
+                        + (f", {len(again)} graded again without the inspection" if again else ""))
+            wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
+                                          dict(zip(again, run.labs[len(subs):])))))
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,
@@ -989,73 +975,6 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
 
     return _Together(first, part("student", first.labs[:len(stubs)]),
                      part("reference", first.labs[len(stubs):]), wrongs)
-
-
-class _Pipeline:
-    """Step 5's known-wrong runs, in order, each in a thread of its own, at most two at a time: a
-    run starts when the one before ends or, sooner, when a run alone in flight asks for the GPU's
-    lock exclusive for its timed tests and has to wait for it (RunOptions.on_lock_wait: ahead()),
-    another grading (the student edition's test command, a racecheck run) holding it shared: the
-    next run's listing and correctness tests then fill that wait instead of coming after it
-    (session 34 on an H200: lab 02's run waited 14 s for the edition's grading). The next run
-    takes the lock shared before its listing (RunOptions.lock_path), so nothing of it touches
-    the GPU while a run holds the lock exclusive. Never a third: a run that waited for the lock
-    while the one before still waits for it would start another, whose shared hold comes
-    between them, and so on (a first version started the next run whenever one asked for the
-    lock, and lab 02's timed tests waited 113 s for every other run's correctness tests)."""
-
-    def __init__(self, work: Callable[[int], object], count: int) -> None:
-        self.work, self.count = work, count
-        self.threads: list[threading.Thread] = []
-        self.done: list[object] = [None] * count
-        self.flying = 0
-        self.changed = threading.Condition()
-
-    def ahead(self) -> None:
-        """A run waits for the lock exclusive: the next one starts if that run is alone."""
-        with self.changed:
-            if self.flying == 1:
-                self._start_next()
-
-    def _start_next(self) -> None:
-        i = len(self.threads)
-        if i >= self.count:
-            return
-        thread = threading.Thread(target=self._run, args=(i,), name=f"known-wrong run {i}",
-                                  daemon=True)
-        self.threads.append(thread)
-        self.flying += 1
-        self.changed.notify_all()
-        thread.start()
-
-    def _run(self, i: int) -> None:
-        try:
-            self.done[i] = self.work(i)
-        except BaseException as err:  # noqa: BLE001 - raised again in results()
-            self.done[i] = _Raised(err)
-        finally:
-            with self.changed:
-                self.flying -= 1
-                if self.flying == 0:
-                    self._start_next()
-
-    def results(self):
-        """Each run's result, in order, as each ends (an exception a run raised, raised here)."""
-        with self.changed:
-            if not self.threads:
-                self._start_next()
-        for i in range(self.count):
-            with self.changed:  # run i starts once every run before it has ended, at the latest
-                self.changed.wait_for(lambda: len(self.threads) > i)
-            self.threads[i].join()
-            if isinstance(self.done[i], _Raised):
-                raise self.done[i].err
-            yield self.done[i]
-
-
-@dataclass
-class _Raised:
-    err: BaseException
 
 
 def _say_wrapped(line: str, out: TextIO) -> None:

@@ -8,7 +8,6 @@ import tempfile
 import threading
 import time
 import unittest
-from unittest import mock
 from pathlib import Path
 
 from kitgrade import gpu_lock, runner
@@ -102,22 +101,6 @@ class LockTest(unittest.TestCase):
         lock.release()
 
 
-class OnWaitTest(unittest.TestCase):
-    def test_on_wait_is_called_once_when_the_exclusive_hold_waits_and_not_when_it_does_not(
-            self) -> None:
-        path = Path(tempfile.mkdtemp()) / "gpu.lock"
-        calls: list[str] = []
-        with gpu_lock.GpuLock(path, io.StringIO()) as lock:
-            lock.exclusive(on_wait=lambda: calls.append("free"))
-        self.assertEqual(calls, [])
-        other = gpu_lock.GpuLock(path)
-        other.shared()
-        threading.Timer(0.3, other.release).start()
-        with gpu_lock.GpuLock(path, io.StringIO()) as lock:
-            lock.exclusive(on_wait=lambda: calls.append("held"))
-        self.assertEqual(calls, ["held"])
-
-
 class RunnerHoldsTheLockTest(unittest.TestCase):
     """A grading started while another holds the GPU: beside another's correctness tests (a
     shared hold) its own correctness tests run and its perf test waits; beside another's timed
@@ -153,68 +136,6 @@ class RunnerHoldsTheLockTest(unittest.TestCase):
         events, released, lab = self.grade_beside("exclusive")
         self.assertTrue(all(t.status is Status.PASSED for t in lab.tests), lab.tests)
         self.assertGreater(min(float(t) for kind, _, t in events if kind == "start"), released)
-
-    def test_with_the_lock_known_beforehand_not_even_the_listing_runs_beside_perf_tests(
-            self) -> None:
-        # RunOptions.lock_path: the lock is taken before the listing and the device query (a
-        # process that makes a CUDA context), not after them.
-        tmp = Path(tempfile.mkdtemp())
-        began: dict[str, float] = {}
-
-        def timed(name, real):
-            def wrapper(*args, **kwargs):
-                began.setdefault(name, time.monotonic())
-                return real(*args, **kwargs)
-            return wrapper
-        with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf"), \
-                mock.patch.object(runner, "_prepare", timed("list", runner._prepare)), \
-                mock.patch.object(runner, "_device", timed("device", runner._device)):
-            path = gpu_lock.path_for(FAKE_DEVICE)
-            other = gpu_lock.GpuLock(path)
-            other.exclusive()
-            target = runner.LabTarget(make_lab("01_alpha"),
-                                      make_fake_binary(tmp / "bin", "01_alpha"))
-            done: list[runner.LabResult] = []
-            thread = threading.Thread(target=lambda: done.extend(runner.run(
-                [target], runner.RunOptions("student", 7, 2, lock_path=path)).labs))
-            thread.start()
-            time.sleep(1.0)
-            released = time.monotonic()
-            other.release()
-            thread.join(30)
-        self.assertTrue(all(t.status is Status.PASSED for t in done[0].tests), done[0].tests)
-        self.assertGreater(began["list"], released)
-        self.assertGreater(began["device"], released)
-
-    def test_on_lock_wait_only_when_the_exclusive_hold_must_wait(self) -> None:
-        for held in (False, True):
-            with self.subTest(held=held):
-                tmp = Path(tempfile.mkdtemp())
-                log = tmp / "events.log"
-                asked: list[float] = []
-                with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log)):
-                    other = gpu_lock.GpuLock(gpu_lock.path_for(FAKE_DEVICE))
-                    if held:
-                        other.shared()  # another grading's correctness tests
-                    target = runner.LabTarget(make_lab("01_alpha"),
-                                              make_fake_binary(tmp / "bin", "01_alpha"))
-                    thread = threading.Thread(target=lambda: runner.run(
-                        [target], runner.RunOptions("student", 7, 2, on_lock_wait=lambda:
-                                                    asked.append(time.monotonic()))))
-                    thread.start()
-                    time.sleep(1.5)
-                    released = time.monotonic()
-                    other.release()
-                    thread.join(30)
-                events = [line.split() for line in log.read_text().splitlines()]
-                ends = [float(t) for kind, name, t in events
-                        if kind == "end" and name != "Perf.Saxpy"]
-                if not held:
-                    self.assertEqual(asked, [])
-                    continue
-                (at,) = asked
-                self.assertGreater(at, max(ends))
-                self.assertLess(at, released)
 
 
 if __name__ == "__main__":

@@ -216,53 +216,6 @@ class RacecheckBesideItsLabTest(unittest.TestCase):
         self.assertIn("0 hazards displayed (0 errors, 0 warnings), exit 1", out.getvalue())
 
 
-class PipelineTest(unittest.TestCase):
-    """Step 5's known-wrong runs: the next one starts when one alone waits for the GPU's lock
-    exclusive (on_lock_wait: ahead) or ends, never a third beside two, and their results keep
-    their order."""
-
-    def test_a_run_waiting_for_the_lock_lets_the_next_one_start(self) -> None:
-        events: list[tuple[str, int]] = []
-        lock_had = threading.Event()
-
-        def work(i: int) -> int:
-            events.append(("start", i))
-            if i == 0:
-                pipeline.ahead()  # as its on_lock_wait does
-                self.assertTrue(lock_had.wait(5))  # waits for the lock, run 1 works meanwhile
-            if i == 1:
-                pipeline.ahead()  # run 0 still in flight: no third run
-                events.append(("asked", 1))
-                lock_had.set()
-            events.append(("end", i))
-            return 10 * i
-        pipeline = selftest._Pipeline(work, 3)
-        self.assertEqual(list(pipeline.results()), [0, 10, 20])
-        self.assertLess(events.index(("start", 1)), events.index(("end", 0)))
-        self.assertGreater(events.index(("start", 2)), events.index(("end", 0)))
-        self.assertGreater(events.index(("start", 2)), events.index(("end", 1)))
-        self.assertEqual(sorted(events), sorted({*events}))  # each run once
-
-    def test_a_run_that_raises_raises_in_order_and_the_next_still_runs(self) -> None:
-        ran: list[int] = []
-
-        def work(i: int) -> int:
-            ran.append(i)
-            if i == 1:
-                raise RuntimeError("run 1")
-            return i
-        pipeline = selftest._Pipeline(work, 3)
-        results = pipeline.results()
-        self.assertEqual(next(results), 0)
-        with self.assertRaisesRegex(RuntimeError, "run 1"):
-            next(results)
-        pipeline.threads[2].join(5)
-        self.assertIn(2, ran)
-
-    def test_no_runs(self) -> None:
-        self.assertEqual(list(selftest._Pipeline(lambda i: i, 0).results()), [])
-
-
 if __name__ == "__main__":
     unittest.main()
 
