@@ -1,4 +1,5 @@
 #include "kit/check.h"
+#include "kit/staged.h"
 
 #include "driver_vmm.h"
 

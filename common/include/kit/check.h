@@ -2,14 +2,15 @@
 /// @brief The kit's one CUDA error check: it names the failing call, file and line, and throws.
 ///
 /// Throwing (rather than `exit()`) lets a grader record the failure as that test's verdict and keep
-/// grading the others; RAII buffers release their memory while the exception unwinds.
+/// grading the others; RAII buffers release their memory while the exception unwinds. Every
+/// student file includes it, so it stays light: what only graders need lives elsewhere
+/// (kit/staged.h; <functional> here cost 0.75 s of a 2.4 s compile of lab 01's student file).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -58,13 +59,6 @@ DeviceAllocator set_device_allocator(DeviceAllocator allocator);
 /// cuMemsetD32) on the default stream, and returns once that stream has written them: a poison
 /// fill of hundreds of MiB without a host copy of it, ordered as a cudaMemcpy would be.
 void fill_device_words(void* p, std::uint32_t bits, std::size_t count);
-/// Copies `bytes` of device memory from `device` to the host in chunks through one pinned buffer
-/// of the process (kStageBytes, made on first use), and hands each chunk to `visit` (the chunk,
-/// its offset in bytes, its size in bytes) until `visit` returns false: a large output read at
-/// the speed of pinned memory, without a host copy of all of it. One caller at a time.
-void download_staged(const void* device, std::size_t bytes,
-                     const std::function<bool(const void*, std::size_t, std::size_t)>& visit);
-inline constexpr std::size_t kStageBytes = std::size_t{32} << 20;
 }  // namespace detail
 
 }  // namespace kit

@@ -30,6 +30,7 @@
 #include "kit/diagnose.h"
 #include "kit/launch.h"
 #include "kit/random.h"
+#include "kit/staged.h"
 #include "kit/thresholds.h"
 #include "kit/timing.h"
 
