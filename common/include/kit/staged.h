@@ -1,7 +1,7 @@
 /// @file staged.h
 /// @brief Reading a large device array through one pinned buffer, chunk by chunk (the graders'
 /// side: student code does not need it, and check.h, which student code includes, stays free of
-/// <functional>: 0.75 of a 2.4 s compile of lab 01's student file).
+/// `<functional>`: 0.75 of a 2.4 s compile of lab 01's student file).
 #pragma once
 
 #include <cstddef>
