@@ -13,6 +13,7 @@ grader/tests/test_diagnose_build.py, which holds them).
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,6 +91,34 @@ def _library(matches: list[re.Match[str]], _: str) -> str:
             "yourself.")
 
 
+STD_HEADERS = {
+    "function": "functional", "bind": "functional", "invoke": "functional",
+    "hash": "functional", "ref": "functional", "cref": "functional",
+    "vector": "vector", "array": "array", "string": "string", "to_string": "string",
+    "map": "map", "unordered_map": "unordered_map", "set": "set", "pair": "utility",
+    "move": "utility", "swap": "utility", "tuple": "tuple", "optional": "optional",
+    "unique_ptr": "memory", "shared_ptr": "memory", "make_unique": "memory",
+    "sort": "algorithm", "min_element": "algorithm", "max_element": "algorithm",
+    "accumulate": "numeric", "iota": "numeric", "numeric_limits": "limits",
+    "runtime_error": "stdexcept", "invalid_argument": "stdexcept", "out_of_range": "stdexcept",
+    "thread": "thread", "mutex": "mutex", "ostringstream": "sstream",
+    "stringstream": "sstream", "cout": "iostream", "cerr": "iostream",
+}
+"""The standard header of each name a student is likely to use without including it (the
+diagnosis of a missing #include names it; a name not here gets the advice without a header)."""
+
+
+def _std_member(matches: list[re.Match[str]], _: str) -> str:
+    names = list(dict.fromkeys(m.group("nvcc") or m.group("gcc") for m in matches))
+    wanted = [f"<{STD_HEADERS[name]}> for std::{name}" for name in names if name in STD_HEADERS]
+    include = (f"#include {', '.join(dict.fromkeys(wanted))}" if wanted
+               else "the #include of the standard header that declares it")
+    used = ", ".join(f"std::{name}" for name in names)
+    return (f"{used} is declared in a standard header this file does not include: add "
+            f"{include} at the top of the file. Include what you use: a header of the kit's "
+            "(kit/check.h, kit/launch.h) is no promise of what it brings in with it.")
+
+
 _CALL = (r"calling a __device__ function\(\"(?P<callee>{callee})\"\) from a "
          r"(?P<where>__host__(?: __device__)?) function\(\"(?P<caller>[^\"]*)\"\) is not allowed")
 
@@ -125,6 +154,11 @@ KNOWN: tuple[Diagnosis, ...] = (
     Diagnosis(re.compile(r"undefined reference to [`'‘](?P<symbol>(?:cublas|cublasLt|curand|"
                          r"cufft|cusparse|cusolver|cudnn|nccl|nvrtc|cutensor)\w*)"),
               _library, "docs/students.md", "What lab code may call"),
+    # nvcc: `namespace "std" has no member "function"`; g++: `'function' is not a member of
+    # 'std'` (a standard header the file does not include, which a kit header used to).
+    Diagnosis(re.compile(r"namespace \"std\" has no member \"(?P<nvcc>\w+)\"|"
+                         r"[‘'`](?P<gcc>\w+)[’'] is not a member of [‘'`]std[’']"),
+              _std_member, "docs/students.md", "Compiler messages explained"),
     # nvcc: `identifier "TODO" is undefined`; g++: `'TODO' was not declared in this scope`.
     Diagnosis(re.compile(r"identifier \"TODO\" is undefined|[‘'`]TODO[’'] was not declared"),
               _todo, LAB01, "Goal", handout_of_the_lab=True),
@@ -155,6 +189,18 @@ def explain(build_output: str) -> list[str]:
         text = f"why: {why} ({handout}, \"{diagnosis.section}\")"
         found[text] = min(found.get(text, m.start()), m.start())
     return sorted(found, key=found.__getitem__)
+
+
+_NBSP = "\u00a0"  # keeps `<<<grid, block>>>` on one line when an explanation is wrapped
+
+
+def wrapped(explanation: str, width: int) -> list[str]:
+    """An explain() line in lines of at most `width` columns (the first starts with `why:`, the
+    others are indented under it), `<<<grid, block>>>` never split."""
+    text = explanation.replace("<<<grid, block>>>", f"<<<grid,{_NBSP}block>>>")
+    return [line.replace(_NBSP, " ") for line in
+            textwrap.wrap(text, width, subsequent_indent="     ", break_long_words=False,
+                          break_on_hyphens=False)]
 
 
 def _line_and_next(text: str, index: int) -> tuple[str, str]:

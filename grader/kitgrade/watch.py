@@ -17,7 +17,6 @@ import argparse
 import io
 import os
 import shutil
-import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,6 @@ SETTLE_S = 0.05
 CLEAR = "\033[H\033[2J"
 MAX_WIDTH = 120
 """The student view takes the terminal's width up to this (as `kit.py grade` does)."""
-_NBSP = "\u00a0"  # keeps `<<<grid, block>>>` on one line when an explanation is wrapped
 
 Fingerprint = tuple[tuple[int, int, int] | None, ...]
 
@@ -184,9 +182,8 @@ class Watcher:
 
     def _build_failure(self, attempt: Attempt, size: os.terminal_size, footer: int) -> list[str]:
         messages = diagnose_build.filter_output(attempt.build_output)
-        why = [line.replace(_NBSP, " ") for text in diagnose_build.explain(attempt.build_output)
-               for line in textwrap.wrap(text.replace("<<<grid, block>>>", f"<<<grid,{_NBSP}block>>>"),
-                                         max(size.columns - 1, 40), subsequent_indent="     ")]
+        why = [line for text in diagnose_build.explain(attempt.build_output)
+               for line in diagnose_build.wrapped(text, max(size.columns - 1, 40))]
         head = ["Build failed: the compiler says:"]
         if self.tty:  # keep the first error on the screen: it is the one to fix
             room = max(size.lines - len(head) - len(why) - footer - 4, 6)  # 4: blanks, last lines

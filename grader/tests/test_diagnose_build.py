@@ -208,6 +208,25 @@ r1.cu(1): error: a __global__ function must have a void return type
 """
 
 
+MISSING_FUNCTIONAL = """\
+/home/ada/kit/labs/07_streams/streams.cu(12): error: namespace "std" has no member "function"
+  void each(std::function<void(int)> f);
+                 ^
+
+/home/ada/kit/labs/07_streams/streams.cu(13): error: namespace "std" has no member "function"
+  static std::function<void(int)> g;
+              ^
+
+2 errors detected in the compilation of "/home/ada/kit/labs/07_streams/streams.cu".
+"""
+
+MISSING_FUNCTIONAL_GCC = """\
+/tmp/f.cpp:3:15: error: ‘function’ is not a member of ‘std’
+    3 | void run(std::function<int(int)> f);
+      |               ^~~~~~~~
+"""
+
+
 def sections(path: str) -> set[str]:
     """The titles of a handout's sections, as Doxygen shows them."""
     text = (REPO / path).read_text(encoding="utf-8")
@@ -287,6 +306,18 @@ class ExplainTest(unittest.TestCase):
 
     def test_kernel_with_a_return_type(self) -> None:
         self.assertIn("A kernel returns nothing", self.explain(KERNEL_RETURNS)[0])
+
+    def test_a_standard_header_not_included(self) -> None:
+        for text in (MISSING_FUNCTIONAL, MISSING_FUNCTIONAL_GCC):
+            lines = self.explain(text)
+            self.assertEqual(len(lines), 1, lines)
+            self.assertTrue(lines[0].startswith(
+                "why: std::function is declared in a standard header this file does not "
+                "include: add #include <functional> for std::function at the top"), lines)
+            self.assertTrue(lines[0].endswith(
+                '(docs/students.md, "Compiler messages explained")'), lines)
+        (line,) = self.explain('x.cu(2): error: namespace "std" has no member "frobnicate"\n')
+        self.assertIn("add the #include of the standard header that declares it", line)
 
     def test_unknown_errors_get_no_explanation(self) -> None:
         self.assertEqual(diagnose_build.explain("x.cu(3): error: expected a \";\"\n"), [])
@@ -369,8 +400,10 @@ class BuildErrorOutputTest(unittest.TestCase):
         self.assertEqual(code, 3)
         lines = err.getvalue().splitlines()
         self.assertTrue(lines[0].startswith("build failed: `cmake --build"), lines)
-        self.assertTrue(lines[1].startswith("why: TODO is not code"), lines)
-        self.assertTrue(lines[2].startswith("why: A kernel is launched, not called"), lines)
+        why = [line for line in lines if line.startswith("why:")]
+        self.assertTrue(why[0].startswith("why: TODO is not code"), lines)
+        self.assertTrue(why[1].startswith("why: A kernel is launched, not called"), lines)
+        self.assertTrue(all(len(line) <= 78 for line in lines[lines.index(why[0]):]), lines)
         self.assertIn('error: identifier "TODO" is undefined', out.getvalue())  # the compiler's own
         self.assertFalse((self.root / "build" / "progress").exists())
 
