@@ -27,8 +27,8 @@ What it proves, in order:
    "racecheck" test filter (the missing barriers), and none in the reference on the same tests
    (each lab's runs start beside step 5's grading of its known-wrong submissions, holding the
    GPU's lock shared), and the reference's tests pass under it;
-10. the documentation site builds without a warning, every figure its pages show is in it
-    (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
+10. the documentation site builds without a warning, every figure its pages show is in it, no
+    page shows Markdown that Doxygen did not read (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
 11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it). The release is
     written right after the build, and its test command runs beside steps 2 to 10 (the GPU's
@@ -1245,6 +1245,10 @@ def _docs(root: Path, build_dir: Path, required: bool, tally: Tally, out: TextIO
     out.write("".join(f"  {m}\n" for m in missing[:20]))
     tally.add(not missing, f"every figure a page of the site shows is in {html} "
                            f"({len(missing)} missing)", out)
+    broken = site_check.broken_markup(html)
+    out.write("".join(f"  {b}\n" for b in broken[:20]))
+    tally.add(not broken, f"no page of {html} shows Markdown that Doxygen did not read "
+                          f"({len(broken)} places)", out)
     doxyfile = build_dir / "docs" / "Doxyfile"
     figure_dirs = [Path(d) for d in site_check.doxyfile_list(doxyfile, "IMAGE_PATH")]
     missing = site_check.missing_images(root / "docs", figure_dirs)

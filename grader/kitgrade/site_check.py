@@ -4,6 +4,10 @@
 ``<img src=...>``, ``<object data=...>`` or ``<embed src=...>`` whose file is not in the site.
 ``missing_images(docs_dir, image_dirs)`` names each ``\\image`` (or ``@image``) command of the
 Markdown pages (docs/**/*.md) whose file is in none of the folders given (the figures' output).
+``broken_markup(html_dir)`` names each place where a page shows Markdown that Doxygen did not
+read as such: a backtick left in the text (a code span it could not close: one over several
+lines, or one holding an apostrophe-quoted word, which it takes for a LaTeX-style quote), or its
+table markup shown as text (every code span after such a one turned inside out).
 Addresses with a scheme (``https:``, ``data:``) are not files of the site and are not checked.
 The selftest's documentation section calls both after building the site.
 """
@@ -97,3 +101,31 @@ def doxyfile_list(doxyfile: Path, key: str) -> list[str]:
             i += 1
         values += [v.strip('"') for v in re.findall(r'"[^"]*"|\S+', text)]
     return values
+
+
+_CODE_BLOCKS = re.compile(r'<div class="fragment">.*?</div><!-- fragment -->|<pre\b.*?</pre>',
+                          re.S)
+_TAGS = re.compile(r"<[^>]+>")
+_SHOWN_MARKUP = ("`", "\\ilinebr", "&lt;td class=", "&lt;tr class=")
+
+
+def broken_markup(html_dir: Path) -> list[str]:
+    """'page.html:line: ...text...' for each backtick or piece of Doxygen's table markup that a
+    page shows as text, outside its code blocks (program listings and examples may hold
+    backticks)."""
+    problems = []
+    for page in sorted(Path(html_dir).rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        # Blanked, not removed, so that line numbers stay those of the file.
+        kept = _CODE_BLOCKS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        for number, line in enumerate(kept.splitlines(), 1):
+            shown = _TAGS.sub("", line)
+            for markup in _SHOWN_MARKUP:
+                at = shown.find(markup)
+                if at >= 0:
+                    context = shown[max(0, at - 40):at + 40].strip()
+                    problems.append(f"{page.relative_to(html_dir)}:{number}: {markup!r} shown "
+                                    f"as text: ...{context}...")
+                    break
+    return problems
+

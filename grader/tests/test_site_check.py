@@ -1,4 +1,5 @@
-"""kitgrade.site_check on a tiny fake site: a figure a page shows must be in the site."""
+"""kitgrade.site_check on a tiny fake site: a figure a page shows must be in the site, and no page
+shows Markdown that Doxygen did not read."""
 
 from __future__ import annotations
 
@@ -83,6 +84,39 @@ class DoxyfileListTest(unittest.TestCase):
             self.assertEqual(site_check.doxyfile_list(doxyfile, "IMAGE_PATH"),
                              ["/a/figures", "/b c/more"])
             self.assertEqual(site_check.doxyfile_list(doxyfile, "HTML_HEADER"), [])
+
+
+
+class BrokenMarkupTest(unittest.TestCase):
+    """Pages as Doxygen 1.9 wrote them (the kit's students' page and lab 05's handout, session
+    34), and as they read once mended."""
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.html = Path(self.tmp.name)
+
+    def tearDown(self) -> None:
+        self.tmp.cleanup()
+
+    def test_a_code_span_doxygen_could_not_close_is_named_with_page_and_line(self) -> None:
+        (self.html / "lab05.html").write_text(
+            "<p>text</p>\n<p>run <code>sanitize 05 --filter &lsquo;ReduceMemcheck.*&rsquo;`.</p>\n")
+        (found,) = site_check.broken_markup(self.html)
+        self.assertTrue(found.startswith("lab05.html:2: '`' shown as text"), found)
+
+    def test_table_markup_shown_inside_an_inverted_code_span(self) -> None:
+        (self.html / "students.html").write_text(
+            '<table><tr><td><code>x \\ilinebr &lt;/td&gt; &lt;td class="markdownTableBodyNone"'
+            '&gt; y</code></td></tr></table>\n')
+        (found,) = site_check.broken_markup(self.html)
+        self.assertIn("students.html:1: '\\\\ilinebr' shown as text", found)
+
+    def test_backticks_in_code_blocks_and_a_clean_page_are_fine(self) -> None:
+        (self.html / "ok.html").write_text(
+            '<p>run <code>sanitize 05 --filter "ReduceMemcheck.*"</code>.</p>\n'
+            '<div class="fragment"><div class="line">uses CUB (`cub::DeviceReduce::Sum`)</div>\n'
+            '</div><!-- fragment -->\n<pre>a `quoted` word</pre>\n<p>after</p>\n')
+        self.assertEqual(site_check.broken_markup(self.html), [])
 
 
 if __name__ == "__main__":

@@ -288,7 +288,8 @@ std::string queued_on_stream(const void* out, std::size_t bytes,
 
 /// Judge: queued_on_stream(out, bytes, call), then waits for the device (the call's work is done
 /// when this returns) and, when the work ran on another stream, adds a failure to the running
-/// test with the reason, after "`what`: " when `what` names the case. The labs' helpers use it.
+/// test with the reason, after the name of the case and a colon when `what` names one. The labs'
+/// helpers use it.
 void expect_queued_on_stream(const void* out, std::size_t bytes,
                              const std::function<void(cudaStream_t)>& call,
                              const std::string& what = "");
