@@ -28,7 +28,8 @@ What it proves, in order:
    (each lab's runs start beside step 5's grading of its known-wrong submissions, holding the
    GPU's lock shared), and the reference's tests pass under it;
 10. the documentation site builds without a warning, every figure its pages show is in it, no
-    page shows Markdown that Doxygen did not read (kitgrade.site_check), and, where Chromium is installed, docs/screenshots.py draws its pages;
+    page shows Markdown that Doxygen did not read (kitgrade.site_check), and, where Chromium is
+    installed, docs/screenshots.py draws its pages;
 11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it). The release is
     written right after the build, and its test command runs beside steps 2 to 10 (the GPU's

@@ -9,7 +9,7 @@ read as such: a backtick left in the text (a code span it could not close: one o
 lines, or one holding an apostrophe-quoted word, which it takes for a LaTeX-style quote), or its
 table markup shown as text (every code span after such a one turned inside out).
 Addresses with a scheme (``https:``, ``data:``) are not files of the site and are not checked.
-The selftest's documentation section calls both after building the site.
+The selftest's documentation section calls all three after building the site.
 """
 
 from __future__ import annotations
