@@ -119,6 +119,25 @@ def _std_member(matches: list[re.Match[str]], _: str) -> str:
             "(kit/check.h, kit/launch.h) is no promise of what it brings in with it.")
 
 
+def _allocation(matches: list[re.Match[str]], _: str) -> str | None:
+    calls = list(dict.fromkeys(m.group("fn") for m in matches
+                               if m.group("first").strip().endswith("*")
+                               and not m.group("first").strip().endswith("**")))
+    if not calls:
+        return None  # another mismatch (a size of the wrong type, say): the compiler's words
+    fn = calls[0]
+    return (f"{fn} stores the address it allocates into your pointer variable, so it takes that "
+            f"variable's address: {fn}(&ptr, bytes) (ptr a float*, &ptr a float**), not "
+            f"{fn}(ptr, bytes)." + (f" The same for {', '.join(calls[1:])}." if calls[1:]
+                                     else ""))
+
+
+def _shared_on_host(_: list[re.Match[str]], __: str) -> str:
+    return ("__shared__ memory belongs to a block of a running kernel: declare a __shared__ array "
+            "inside the __global__ kernel (or a __device__ function it calls), not in a launcher "
+            "or other host code.")
+
+
 _CALL = (r"calling a __device__ function\(\"(?P<callee>{callee})\"\) from a "
          r"(?P<where>__host__(?: __device__)?) function\(\"(?P<caller>[^\"]*)\"\) is not allowed")
 
@@ -159,6 +178,17 @@ KNOWN: tuple[Diagnosis, ...] = (
     Diagnosis(re.compile(r"namespace \"std\" has no member \"(?P<nvcc>\w+)\"|"
                          r"[‘'`](?P<gcc>\w+)[’'] is not a member of [‘'`]std[’']"),
               _std_member, "docs/students.md", "Compiler messages explained"),
+    # nvcc: `no instance of overloaded function "cudaMalloc" matches the argument list` and, on
+    # the next line, `argument types are: (float *, unsigned long)`: the pointer, not its address.
+    Diagnosis(re.compile(r"no instance of overloaded function \"(?P<fn>cudaMalloc(?:Host|Managed|"
+                         r"Async)?|cudaHostAlloc)\" matches the argument list\s*\n\s*argument "
+                         r"types are: \((?P<first>[^,)]*)"),
+              _allocation, "docs/labs/07_streams.md", "Pinned and pageable memory"),
+    # nvcc: `a static "__shared__" variable declaration is not allowed inside a host function body`
+    Diagnosis(re.compile(r"\"__shared__\" variable declaration is not allowed inside a host "
+                         r"function body"),
+              _shared_on_host, "docs/labs/03_coalescing.md",
+              "Shared-memory banks and the padded tile"),
     # nvcc: `identifier "TODO" is undefined`; g++: `'TODO' was not declared in this scope`.
     Diagnosis(re.compile(r"identifier \"TODO\" is undefined|[‘'`]TODO[’'] was not declared"),
               _todo, LAB01, "Goal", handout_of_the_lab=True),

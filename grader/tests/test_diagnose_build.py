@@ -227,6 +227,30 @@ MISSING_FUNCTIONAL_GCC = """\
 """
 
 
+ALLOCATIONS = """\
+/home/ada/kit/labs/07_streams/streams.cu(5): error: no instance of overloaded function "cudaMalloc" matches the argument list
+            argument types are: (float *, unsigned long)
+    cudaMalloc(d, 100 * sizeof(float));
+    ^
+/usr/local/cuda/bin/../targets/x86_64-linux/include/cuda_runtime_api.h(4581): note #3326-D: function "cudaMalloc(void **, size_t)" does not match because argument #1 does not match parameter
+  extern __attribute__((host)) __attribute__((cudart_builtin)) cudaError_t cudaMalloc(void **devPtr, size_t size);
+                                                                           ^
+
+/home/ada/kit/labs/07_streams/streams.cu(6): error: no instance of overloaded function "cudaMallocHost" matches the argument list
+            argument types are: (float *, int)
+
+2 errors detected in the compilation of "/home/ada/kit/labs/07_streams/streams.cu".
+"""
+
+SHARED_ON_HOST = """\
+/home/ada/kit/labs/03_coalescing/coalescing.cu(6): error: a static "__shared__" variable declaration is not allowed inside a host function body
+    __attribute__((shared)) float s[32];
+                                  ^
+
+1 error detected in the compilation of "/home/ada/kit/labs/03_coalescing/coalescing.cu".
+"""
+
+
 def sections(path: str) -> set[str]:
     """The titles of a handout's sections, as Doxygen shows them."""
     text = (REPO / path).read_text(encoding="utf-8")
@@ -318,6 +342,21 @@ class ExplainTest(unittest.TestCase):
                 '(docs/students.md, "Compiler messages explained")'), lines)
         (line,) = self.explain('x.cu(2): error: namespace "std" has no member "frobnicate"\n')
         self.assertIn("add the #include of the standard header that declares it", line)
+
+    def test_an_allocation_given_the_pointer_not_its_address(self) -> None:
+        (line,) = self.explain(ALLOCATIONS)
+        self.assertTrue(line.startswith(
+            "why: cudaMalloc stores the address it allocates into your pointer variable"), line)
+        self.assertIn("cudaMalloc(&ptr, bytes)", line)
+        self.assertIn("The same for cudaMallocHost.", line)
+        self.assertTrue(line.endswith('(docs/labs/07_streams.md, "Pinned and pageable memory")'))
+        other = ALLOCATIONS.replace("(float *, unsigned long)", "(float **, float)").replace(
+            "(float *, int)", "(int **, float)")
+        self.assertEqual(diagnose_build.explain(other), [])  # the address was given: not this
+
+    def test_shared_memory_declared_in_host_code(self) -> None:
+        (line,) = self.explain(SHARED_ON_HOST)
+        self.assertIn("declare a __shared__ array inside the __global__ kernel", line)
 
     def test_unknown_errors_get_no_explanation(self) -> None:
         self.assertEqual(diagnose_build.explain("x.cu(3): error: expected a \";\"\n"), [])
