@@ -111,12 +111,15 @@ diagnosis of a missing #include names it; a name not here gets the advice withou
 def _std_member(matches: list[re.Match[str]], _: str) -> str:
     names = list(dict.fromkeys(m.group("nvcc") or m.group("gcc") for m in matches))
     wanted = [f"<{STD_HEADERS[name]}> for std::{name}" for name in names if name in STD_HEADERS]
-    include = (f"#include {', '.join(dict.fromkeys(wanted))}" if wanted
-               else "the #include of the standard header that declares it")
     used = ", ".join(f"std::{name}" for name in names)
+    promise = ("Include what you use: a header of the kit's (kit/check.h, kit/launch.h) is no "
+               "promise of what it brings in with it.")
+    if not wanted:
+        return (f"{used} is not declared by the headers this file includes: check the name's "
+                f"spelling, or add the #include of the standard header that declares it. "
+                + promise)
     return (f"{used} is declared in a standard header this file does not include: add "
-            f"{include} at the top of the file. Include what you use: a header of the kit's "
-            "(kit/check.h, kit/launch.h) is no promise of what it brings in with it.")
+            f"#include {', '.join(dict.fromkeys(wanted))} at the top of the file. " + promise)
 
 
 def _allocation(matches: list[re.Match[str]], _: str) -> str | None:

@@ -341,7 +341,9 @@ class ExplainTest(unittest.TestCase):
             self.assertTrue(lines[0].endswith(
                 '(docs/students.md, "Compiler messages explained")'), lines)
         (line,) = self.explain('x.cu(2): error: namespace "std" has no member "frobnicate"\n')
-        self.assertIn("add the #include of the standard header that declares it", line)
+        self.assertTrue(line.startswith(
+            "why: std::frobnicate is not declared by the headers this file includes: check the "
+            "name's spelling, or add the #include"), line)
 
     def test_an_allocation_given_the_pointer_not_its_address(self) -> None:
         (line,) = self.explain(ALLOCATIONS)
