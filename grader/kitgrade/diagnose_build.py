@@ -123,9 +123,9 @@ def _std_member(matches: list[re.Match[str]], _: str) -> str:
 
 
 def _allocation(matches: list[re.Match[str]], _: str) -> str | None:
+    # The first argument a pointer (one star): `float *`, not `float **`.
     calls = list(dict.fromkeys(m.group("fn") for m in matches
-                               if m.group("first").strip().endswith("*")
-                               and not m.group("first").strip().endswith("**")))
+                               if re.fullmatch(r"[^*]+\*", m.group("first").strip())))
     if not calls:
         return None  # another mismatch (a size of the wrong type, say): the compiler's words
     fn = calls[0]

@@ -1016,18 +1016,23 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         if not specs or (lab.fail_fast and lab.failed()) or (
                 kind == "perf" and (lab.failed() or not _gate_open(_correctness_results(lab)))):
             continue
-        signal = protocol.StartSignal()
-
-        def ahead(lab: _Lab = lab, specs: list[protocol.TestSpec] = specs,
-                  signal: protocol.StartSignal = signal) -> None:
-            try:
-                lab.run(specs, go=signal)
-            except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
-                signal.cancel()
-        thread = threading.Thread(target=ahead, name=f"{kind} {lab.target.lab.id}", daemon=True)
-        thread.start()
-        early[id(lab)] = (signal, thread)
+        early[id(lab)] = _ahead(f"{kind} {lab.target.lab.id}", protocol.StartSignal(),
+                                lambda go, lab=lab, specs=specs: lab.run(specs, go=go))
     return early
+
+
+def _ahead(name: str, signal: protocol.StartSignal,
+           work: Callable[[protocol.StartSignal], None]) -> _Early:
+    """Runs work(signal) in a thread of its own (a test process started ahead of its turn). An
+    exception cancels the signal: the tests run anew at their turn, where it raises as always."""
+    def body() -> None:
+        try:
+            work(signal)
+        except Exception:  # noqa: BLE001 - raised again at its turn
+            signal.cancel()
+    thread = threading.Thread(target=body, name=name, daemon=True)
+    thread.start()
+    return signal, thread
 
 
 COUNTERS_EARLY_ENV = "KIT_COUNTERS_EARLY"
@@ -1044,20 +1049,10 @@ def _start_counted_early(labs: Sequence[_Lab], ncu_path: str | None, gpu_availab
         return []
     specs = [(lab, spec) for lab in labs for spec in lab.pending((counters.KIND,))
              if lab.to_count(spec)]
-    early = []
-    for lab, spec in specs[:sessions]:
-        signal = protocol.StartSignal(cold=True)
-
-        def ahead(lab: _Lab = lab, spec: protocol.TestSpec = spec,
-                  signal: protocol.StartSignal = signal) -> None:
-            try:
-                lab.run_counted(spec, ncu_path, gpu_available, go=signal)
-            except Exception:  # noqa: BLE001 - run again at its turn, where it raises as always
-                signal.cancel()
-        thread = threading.Thread(target=ahead, name=f"counter {spec.id}", daemon=True)
-        thread.start()
-        early.append((lab, spec, (signal, thread)))
-    return early
+    return [(lab, spec, _ahead(f"counter {spec.id}", protocol.StartSignal(cold=True),
+                               lambda go, lab=lab, spec=spec:
+                               lab.run_counted(spec, ncu_path, gpu_available, go=go)))
+            for lab, spec in specs[:sessions]]
 
 
 READY_WAIT_S = 10.0
