@@ -70,9 +70,10 @@ SETTLE_ENV = "KIT_SETTLE_GOES_ON"
 """Unless set to 0: once a known-wrong submission's step has settled on an ordinary failure, its
 process goes on through the tests left instead of being ended and started again without them (a
 new process costs two CUDA contexts); the settled step's tests that still run get SETTLED_REASON,
-whatever they do, and one that runs past SETTLED_GRACE_S ends the process as before. With 0, the
-process is ended and started again (the behaviour before session 28; an H100 selftest with both
-this and the selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: engine_log.md)."""
+whatever they do, one that runs past SETTLED_GRACE_S ends the process as before, and so does a
+verdict after which every test left is of a settled step. With 0, the process is ended and
+started again (the behaviour before session 28; an H100 selftest with both this and the
+selftest's BUILD_BESIDE_ENV took 299 s against 336 s without: engine_log.md)."""
 
 SETTLED_GRACE_S = 2.0
 """Unless SETTLE_ENV is 0, how long a test of a settled step may run before its process is ended: a
@@ -498,6 +499,12 @@ class _Lab:
                 return True
             if fanout > 1 and outcome.status is Status.TIMED_OUT:
                 return True
+            left = [s for s in specs if s.id not in self.by_id]
+            if goes_on and left and all(self.settled(s.step) for s in left):
+                # Nothing left in this process can change a verdict: its tests would each get
+                # SETTLED_REASON whatever they did (lab 01's known-wrong run had one whose worker
+                # died at every test, 5 s of restarts at the end of its correctness phase).
+                return True
             settles = outcome.status.is_problem and any(
                 s.id not in self.by_id and self.settled(s.step) for s in specs)
             # With SETTLE_ENV a process that reported an ordinary failure is sound: it goes on.
@@ -526,8 +533,13 @@ class _Lab:
             self.leave_unrun(left)
             return
         left = self.drop_settled(left)
-        timed_out = any(self.by_id[s.id].status is Status.TIMED_OUT for s in specs
-                        if s.id in self.by_id)
+        # A timeout spreads the tests left over up to `fanout` processes; not one whose step
+        # has settled (a known-wrong submission's, in the selftest): that step's tests are not
+        # run, and the tests left, of steps that do not hang, go on in one process instead of
+        # costing two CUDA contexts each (lab 02's run spread 30 over 14 processes, whose
+        # contexts took 4-7 s beside each other: session 35).
+        timed_out = any(self.by_id[s.id].status is Status.TIMED_OUT and not self.settled(s.step)
+                        for s in specs if s.id in self.by_id)
         if left and not (fanout > 1 and timed_out):
             self.run(left, fanout)  # stopped where a step settled: one process goes on
             return
@@ -1012,7 +1024,8 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         return {}
     early = {}
     for lab in labs:
-        specs = lab.pending((kind,))
+        # Tests of a step already lost get their verdict at their turn, with no process.
+        specs = [spec for spec in lab.pending((kind,)) if not lab.settled(spec.step)]
         if not specs or (lab.fail_fast and lab.failed()) or (
                 kind == "perf" and (lab.failed() or not _gate_open(_correctness_results(lab)))):
             continue
@@ -1024,12 +1037,17 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
 def _ahead(name: str, signal: protocol.StartSignal,
            work: Callable[[protocol.StartSignal], None]) -> _Early:
     """Runs work(signal) in a thread of its own (a test process started ahead of its turn). An
-    exception cancels the signal: the tests run anew at their turn, where it raises as always."""
+    exception cancels the signal: the tests run anew at their turn, where it raises as always.
+    Work that ends, whether or not it started a process (every test it had may have settled
+    meanwhile), leaves nothing to wait for: the signal is marked ready, so the phase's first
+    turn does not wait READY_WAIT_S for it (lab 02's known-wrong run did, 10 s, in session 35)."""
     def body() -> None:
         try:
             work(signal)
         except Exception:  # noqa: BLE001 - raised again at its turn
             signal.cancel()
+        finally:
+            signal.mark_ready()
     thread = threading.Thread(target=body, name=name, daemon=True)
     thread.start()
     return signal, thread

@@ -325,6 +325,19 @@ class SettleTest(unittest.TestCase):
         self.assertIs(tests["Gpu.Works"].status, Status.PASSED)
         self.assertLess(elapsed, 3.9)  # one 2 s limit, not two
 
+    def test_the_tests_after_a_settled_hang_go_on_in_one_process(self) -> None:
+        # The hang's step is lost and its tests are not run: the tests left, of other steps,
+        # are not spread over processes as an unsettled timeout's are (two contexts each).
+        timed_out = lambda failing: any("timed out" in t.reason for t in failing)  # noqa: E731
+        tests = self.run_lab(runner.Settle(frozenset({"alpha.3"}), timed_out), jobs=4,
+                             FAKE_GPU="1", FAKE_TESTS="hang,hang2,pass,gpu,param")
+        self.assertIs(tests["Hang.Sleeps"].status, Status.TIMED_OUT)
+        self.assertEqual(tests["Hang.SleepsToo"].reason, runner.SETTLED_REASON)
+        after = [tests[name] for name in ("Host.Passes", "Gpu.Works",
+                                          "Sizes/SaxpyTest.WritesEveryElement/n_1000")]
+        self.assertTrue(all(t.status is Status.PASSED for t in after), after)
+        self.assertEqual(len({t.measurements.get("pid") for t in after}), 1, after)
+
     def test_a_step_not_settled_until_the_words_are_shown(self) -> None:
         never = lambda failing: False  # noqa: E731
         tests = self.run_lab(runner.Settle(frozenset({"alpha.1"}), never),
@@ -389,6 +402,20 @@ class SettleGoesOnTest(unittest.TestCase):
         self.assertLess(elapsed, 10)  # not the hang's 20 s
 
 
+    def test_a_process_with_only_settled_tests_left_ends_at_once(self) -> None:
+        # Every test after the failure is of the settled step: none can change a verdict, so
+        # the process ends there instead of running into the hang until the grace cuts it.
+        with mock.patch.object(runner, "SETTLED_GRACE_S", 5.0):
+            start = time.monotonic()
+            tests = self.run_lab("fail,hang1,pass", timeout_s=20)
+            elapsed = time.monotonic() - start
+        self.assertIs(tests["Host.Fails"].status, Status.FAILED)
+        for settled in ("Hang.InStepOne", "Host.Passes"):
+            self.assertEqual((tests[settled].status, tests[settled].reason),
+                             (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertLess(elapsed, 4.0)  # not the grace's 5 s
+
+
 class SettledTimedTest(unittest.TestCase):
     def test_a_timed_test_of_a_step_settled_after_its_process_started_is_not_run(self) -> None:
         # Beta's quick test ends first, so alpha's timed process starts early, while alpha's
@@ -408,6 +435,43 @@ class SettledTimedTest(unittest.TestCase):
         timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
         self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
         self.assertIs(run.labs[1].tests[0].status, Status.PASSED)
+
+
+class EarlyStartOfSettledTestsTest(unittest.TestCase):
+    """A process started ahead of its turn whose tests have all settled runs nothing: the phase's
+    first turn must not wait READY_WAIT_S for it to say it is ready (lab 02's known-wrong run
+    waited 10 s so, session 35)."""
+
+    def test_work_that_ends_without_a_process_holds_no_turn(self) -> None:
+        def raises(go: protocol.StartSignal) -> None:
+            raise RuntimeError("no process")
+        for work in (lambda go: None, raises):
+            early = runner._ahead("timed 01_alpha", protocol.StartSignal(), work)
+            early[1].join(10)
+            began = time.monotonic()
+            with mock.patch.object(runner, "READY_WAIT_S", 30.0):
+                runner._wait_ready([early])
+            self.assertLess(time.monotonic() - began, 5.0)
+
+    def test_a_timed_test_of_a_step_settled_before_the_early_start_holds_no_turn(self) -> None:
+        # Alpha's process ends first, its step 3 settled by the crash: its timed test is not
+        # started early, and the timed phase begins at once.
+        always = lambda failing: True  # noqa: E731
+        with tempfile.TemporaryDirectory() as tmp, fake_env(
+                FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,abort,timed",
+                FAKE_TESTS_02_BETA="pass,gpu"), mock.patch.object(runner, "READY_WAIT_S", 30.0):
+            alpha = runner.LabTarget(make_lab("01_alpha"),
+                                     make_fake_binary(Path(tmp) / "bin", "01_alpha"),
+                                     timeout_s=5, settle=runner.Settle(frozenset({"alpha.3"}),
+                                                                       always))
+            beta = runner.LabTarget(make_lab("02_beta"), make_fake_binary(Path(tmp) / "bin",
+                                                                          "02_beta"))
+            run = runner.run([alpha, beta], runner.RunOptions("student", SEED, 4))
+        tests = {t.id: t for t in run.labs[0].tests}
+        self.assertIs(tests["Crash.Aborts"].status, Status.CRASHED)
+        timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
+        self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertLess(run.timings["timed"], 15.0)
 
 
 class AloneTimeoutTest(unittest.TestCase):
