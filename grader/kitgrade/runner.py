@@ -145,6 +145,13 @@ class LabTarget:
     their own, and the rest only if they all pass. kit.py mutate names the step a mutant changed,
     whose tests are the likeliest to kill it, so a kill comes before the other steps' tests."""
 
+    def inspected(self) -> inspect.Inspection:
+        """The inspection of the student's objects in `archive` (kitgrade.inspect.check), made
+        the one way grading makes it: the selftest's warm-up of the inspection cache must ask
+        for the very findings a grading reads back."""
+        shown = {source.path.name: source.shown for source in self.sources}
+        return inspect.check(self.lab, self.archive, shown, self.include_roots)
+
     def judge_args(self, variant: str) -> list[str]:
         """The arguments that point a judge at this target's worker ([] for a plain grader)."""
         if self.worker is None:
@@ -974,8 +981,7 @@ def _prepare(target: LabTarget, options: RunOptions,
     if target.archive is not None and target.archive.is_file() and target.inspect:
         # The student's objects are read before anything runs (kitgrade.inspect): a call that lab
         # code may not make, or code that runs before main(), fails the whole lab unrun.
-        shown = {source.path.name: source.shown for source in target.sources}
-        inspection = inspect.check(lab, target.archive, shown, target.include_roots)
+        inspection = target.inspected()
         result.notes += inspection.notes
         refused = inspection.verdict()
         if refused is not None:

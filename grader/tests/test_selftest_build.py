@@ -116,6 +116,32 @@ class RestOfBuildTest(unittest.TestCase):
         self.assertEqual((tally.passed, tally.failed), (0, 1))
         self.assertEqual(out.getvalue().count("bench.cu:3: error"), 1)
 
+    def test_each_built_part_is_told_once_its_waiters_are_woken(self) -> None:
+        told = []
+        made, last = threading.Event(), threading.Event()
+        held: dict[str, selftest._RestOfBuild] = {}
+
+        def failing(root, build_dir, targets, **kwargs):  # type: ignore[no-untyped-def]
+            if targets == ["wrong_02_beta_a"]:
+                raise BuildError("`cmake --build` exited with code 1")
+
+        def on_built(key: str) -> None:
+            made.wait(5)
+            told.append((key, held["rest"].parts[key].done()))
+            if key == selftest._RestOfBuild.ALL:
+                last.set()
+            raise RuntimeError("a warm-up that breaks must not stop the build")
+
+        parts = [("01_alpha", ["wrong_01_alpha_a"]), ("02_beta", ["wrong_02_beta_a"]),
+                 ("03_gamma", ["wrong_03_gamma_a"])]
+        with mock.patch.object(selftest, "ensure_built", failing):
+            held["rest"] = selftest._RestOfBuild(ROOT, Path("/nonexistent"), parts,
+                                                 on_built=on_built)
+            made.set()
+            self.assertTrue(last.wait(5))
+        # Not the part that failed; the parts after the one that raised still built.
+        self.assertEqual(told, [("01_alpha", True), ("03_gamma", True), ("", True)])
+
     def test_the_parts_are_the_labs_known_wrong_submissions_in_order(self) -> None:
         labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
         parts = selftest._wrong_parts(ROOT, labs, instructor=True)
@@ -391,3 +417,50 @@ class ShardUnitsTest(unittest.TestCase):
         One.__module__ = Two.__module__ = module.__name__
         units = selftest._shard_units([One("test_a"), Two("test_a")])
         self.assertEqual([[type(t).__name__ for t in unit] for unit in units], [["One", "Two"]])
+
+
+class InspectAheadTest(unittest.TestCase):
+    """Each lab's known-wrong submissions are inspected once their part is built, through the
+    same call a grading makes (runner.LabTarget.inspected), which fills the inspection cache."""
+
+    def test_every_known_wrong_submission_of_a_built_lab_is_inspected(self) -> None:
+        labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
+        lab = next(lab for lab in labs if wrong.load(ROOT, lab))
+        names = sorted(sub.name for sub in wrong.load(ROOT, lab))
+        inspected: list[str] = []
+        lock = threading.Lock()
+
+        def lab_target(root, build_dir, graded, variant, wrong=None):  # type: ignore[no-untyped-def]
+            def note() -> None:
+                with lock:
+                    inspected.append(wrong)
+            archive = mock.Mock(is_file=lambda: True)
+            return types.SimpleNamespace(archive=archive, inspected=note)
+
+        with mock.patch.object(selftest.inspect, "files_confined", return_value=True), \
+                mock.patch.object(selftest.runner, "lab_target", lab_target):
+            ahead = selftest._InspectAhead(ROOT, Path("/nonexistent"), labs)
+            ahead.part_built("no_such_lab")  # the whole tree's part, say: nothing to do
+            ahead.part_built(lab.id)
+            ahead.pool.shutdown(wait=True)
+        self.assertEqual(sorted(inspected), names)
+
+    def test_nothing_without_the_cache(self) -> None:
+        labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
+        with mock.patch.object(selftest.inspect, "files_confined", return_value=False), \
+                mock.patch.object(selftest.runner, "lab_target") as lab_target:
+            ahead = selftest._InspectAhead(ROOT, Path("/nonexistent"), labs)
+            for lab in labs:
+                ahead.part_built(lab.id)
+            ahead.close()
+        lab_target.assert_not_called()
+
+    def test_the_threads_are_niced(self) -> None:
+        seen: list[int] = []
+        with mock.patch.object(selftest.inspect, "files_confined", return_value=True):
+            ahead = selftest._InspectAhead(ROOT, Path("/nonexistent"), [])
+            ahead.pool.submit(lambda: seen.append(
+                selftest.os.getpriority(selftest.os.PRIO_PROCESS,
+                                        threading.get_native_id()))).result()
+            ahead.close()
+        self.assertGreaterEqual(seen[0], selftest.BUILD_BESIDE_NICE)
