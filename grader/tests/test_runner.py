@@ -22,7 +22,8 @@ from unittest import mock
 from typing import Any
 
 from kitgrade import protocol, runner
-from kitgrade.model import NO_DEVICE_REASON, NO_MEMORY_REASON, LabResult, Status, TestResult
+from kitgrade.model import (NO_DEVICE_REASON, NO_MEMORY_REASON, LabResult, RunResult, Status,
+                            TestResult)
 from kitgrade.protocol import ProtocolError, judge, parse_listing
 
 from .support import fake_env, make_fake_binary, make_lab
@@ -417,32 +418,43 @@ class SettleGoesOnTest(unittest.TestCase):
 
 
 class SettledTimedTest(unittest.TestCase):
-    def test_a_timed_test_of_a_step_settled_after_its_process_started_is_not_run(self) -> None:
-        # Beta's quick test ends first, so alpha's timed process starts early, while alpha's
-        # step 3 still hangs; the hang then settles the step, and the timed test never runs.
+    """A timed test of a step already lost is not run; its early process, if it has one, runs
+    nothing and holds no turn (lab 02's known-wrong run waited READY_WAIT_S, 10 s, for one,
+    session 35)."""
+
+    def grade(self, alpha_tests: str, beta_tests: str, timeout_s: float) -> RunResult:
         always = lambda failing: True  # noqa: E731
         with tempfile.TemporaryDirectory() as tmp, fake_env(
-                FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,hang,timed", FAKE_TESTS_02_BETA="pass"):
+                FAKE_GPU="1", FAKE_TESTS_01_ALPHA=alpha_tests, FAKE_TESTS_02_BETA=beta_tests), \
+                mock.patch.object(runner, "READY_WAIT_S", 30.0):
             alpha = runner.LabTarget(make_lab("01_alpha"),
                                      make_fake_binary(Path(tmp) / "bin", "01_alpha"),
-                                     timeout_s=2, settle=runner.Settle(frozenset({"alpha.3"}),
-                                                                       always))
+                                     timeout_s=timeout_s,
+                                     settle=runner.Settle(frozenset({"alpha.3"}), always))
             beta = runner.LabTarget(make_lab("02_beta"), make_fake_binary(Path(tmp) / "bin",
                                                                           "02_beta"))
             run = runner.run([alpha, beta], runner.RunOptions("student", SEED, 4))
+        timed = next(t for t in run.labs[0].tests if t.id == "Timeline.StagesLastAsLongAsTheirWork")
+        self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
+        self.assertTrue(all(t.status is Status.PASSED for t in run.labs[1].tests))
+        return run
+
+    def test_a_timed_test_of_a_step_settled_after_its_process_started_is_not_run(self) -> None:
+        # Beta's quick test ends first, so alpha's timed process starts early, while alpha's
+        # step 3 still hangs; the hang then settles the step, and the timed test never runs.
+        run = self.grade("pass,hang,timed", "pass", timeout_s=2)
         tests = {t.id: t for t in run.labs[0].tests}
         self.assertIs(tests["Hang.Sleeps"].status, Status.TIMED_OUT)
-        timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
-        self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
-        self.assertIs(run.labs[1].tests[0].status, Status.PASSED)
 
+    def test_a_timed_test_of_a_step_settled_before_the_early_start_holds_no_turn(self) -> None:
+        # Alpha's process ends first, its step 3 settled by the crash: its timed test is not
+        # started early, and the timed phase begins at once.
+        run = self.grade("pass,abort,timed", "pass,gpu", timeout_s=5)
+        tests = {t.id: t for t in run.labs[0].tests}
+        self.assertIs(tests["Crash.Aborts"].status, Status.CRASHED)
+        self.assertLess(run.timings["timed"], 15.0)
 
-class EarlyStartOfSettledTestsTest(unittest.TestCase):
-    """A process started ahead of its turn whose tests have all settled runs nothing: the phase's
-    first turn must not wait READY_WAIT_S for it to say it is ready (lab 02's known-wrong run
-    waited 10 s so, session 35)."""
-
-    def test_work_that_ends_without_a_process_holds_no_turn(self) -> None:
+    def test_early_work_that_ends_without_a_process_holds_no_turn(self) -> None:
         def raises(go: protocol.StartSignal) -> None:
             raise RuntimeError("no process")
         for work in (lambda go: None, raises):
@@ -452,26 +464,6 @@ class EarlyStartOfSettledTestsTest(unittest.TestCase):
             with mock.patch.object(runner, "READY_WAIT_S", 30.0):
                 runner._wait_ready([early])
             self.assertLess(time.monotonic() - began, 5.0)
-
-    def test_a_timed_test_of_a_step_settled_before_the_early_start_holds_no_turn(self) -> None:
-        # Alpha's process ends first, its step 3 settled by the crash: its timed test is not
-        # started early, and the timed phase begins at once.
-        always = lambda failing: True  # noqa: E731
-        with tempfile.TemporaryDirectory() as tmp, fake_env(
-                FAKE_GPU="1", FAKE_TESTS_01_ALPHA="pass,abort,timed",
-                FAKE_TESTS_02_BETA="pass,gpu"), mock.patch.object(runner, "READY_WAIT_S", 30.0):
-            alpha = runner.LabTarget(make_lab("01_alpha"),
-                                     make_fake_binary(Path(tmp) / "bin", "01_alpha"),
-                                     timeout_s=5, settle=runner.Settle(frozenset({"alpha.3"}),
-                                                                       always))
-            beta = runner.LabTarget(make_lab("02_beta"), make_fake_binary(Path(tmp) / "bin",
-                                                                          "02_beta"))
-            run = runner.run([alpha, beta], runner.RunOptions("student", SEED, 4))
-        tests = {t.id: t for t in run.labs[0].tests}
-        self.assertIs(tests["Crash.Aborts"].status, Status.CRASHED)
-        timed = tests["Timeline.StagesLastAsLongAsTheirWork"]
-        self.assertEqual((timed.status, timed.reason), (Status.NOT_RUN, runner.SETTLED_REASON))
-        self.assertLess(run.timings["timed"], 15.0)
 
 
 class AloneTimeoutTest(unittest.TestCase):
