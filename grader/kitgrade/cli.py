@@ -186,7 +186,8 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     except BuildError as err:
         ctx.stderr.write(f"build failed: {err}\n")
         ctx.stderr.writelines(f"{line}\n" for text in diagnose_build.explain(err.output)
-                              for line in diagnose_build.wrapped(text, 78))
+                              for line in diagnose_build.wrapped(
+                                  text, _terminal_width(ctx.stderr) - 2))
         return ExitCode.BUILD_OR_BINARY
     progress.save(run, build_dir)  # a student grade of labs/ is the lab's state in `kit.py progress`
 
