@@ -424,9 +424,9 @@ class InspectAheadTest(unittest.TestCase):
     same call a grading makes (runner.LabTarget.inspected), which fills the inspection cache."""
 
     def test_every_known_wrong_submission_of_a_built_lab_is_inspected(self) -> None:
-        labs = list(load_manifest(ROOT / "grader" / "labs.json").labs)
-        lab = next(lab for lab in labs if wrong.load(ROOT, lab))
-        names = sorted(sub.name for sub in wrong.load(ROOT, lab))
+        # Submissions of its own: a student edition has no wrong.json to take them from.
+        lab, names = make_lab("01_alpha"), ["grid_rounds_down", "no_bounds_check"]
+        subs = [types.SimpleNamespace(name=name) for name in names]
         inspected: list[str] = []
         lock = threading.Lock()
 
@@ -438,8 +438,9 @@ class InspectAheadTest(unittest.TestCase):
             return types.SimpleNamespace(archive=archive, inspected=note)
 
         with mock.patch.object(selftest.inspect, "files_confined", return_value=True), \
-                mock.patch.object(selftest.runner, "lab_target", lab_target):
-            ahead = selftest._InspectAhead(ROOT, Path("/nonexistent"), labs)
+                mock.patch.object(selftest.runner, "lab_target", lab_target), \
+                mock.patch.object(selftest.wrong, "load", return_value=subs):
+            ahead = selftest._InspectAhead(ROOT, Path("/nonexistent"), [lab])
             ahead.part_built("no_such_lab")  # the whole tree's part, say: nothing to do
             ahead.part_built(lab.id)
             ahead.pool.shutdown(wait=True)
