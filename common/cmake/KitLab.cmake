@@ -99,7 +99,7 @@ function(kit_add_lab lab)
 endfunction()
 
 # The judge of a lab with grader/<lab>/remote.h (target judge_<lab>, run as bin/grade_<lab>): every
-# test of the lab, the kit's test main, and a
+# test of the lab, the kit's test main (kit_main_judge, with common/src/grader_identity.cpp), and a
 # proxy for each student function the tests call (common/src/remote_judge_table.cpp). Its include
 # path puts grader/<lab>/judge/ first, where every student header of the lab (lab.json
 # student_files ending in .cuh or .h) has a declarations-only stand-in, so no student code is
@@ -116,7 +116,8 @@ function(kit_add_judge lab)
     endif()
   endforeach()
   set(judge judge_${lab})
-  add_executable(${judge} ${arg_TESTS} ${PROJECT_SOURCE_DIR}/common/src/remote_judge_table.cpp)
+  add_executable(${judge} ${arg_TESTS} ${PROJECT_SOURCE_DIR}/common/src/remote_judge_table.cpp
+                          ${PROJECT_SOURCE_DIR}/common/src/grader_identity.cpp)
   # bin/grade_<lab>, the name students run (and the judge's process name), is a link to
   # bin/judge_<lab> made at each link of the judge; the target grade_<lab> builds the judge and the
   # student's worker. (Named grade_<lab> itself, the judge's file would take over the target name
@@ -139,7 +140,7 @@ function(kit_add_judge lab)
   add_custom_target(judge_ready_${lab} DEPENDS ${ready})
   target_include_directories(${judge} BEFORE PRIVATE ${grader_dir}/judge ${grader_dir}
                              ${PROJECT_SOURCE_DIR}/labs/${lab})
-  target_link_libraries(${judge} PRIVATE kit_judge ${arg_GRADER_LIBRARIES})
+  target_link_libraries(${judge} PRIVATE kit_main_judge kit_judge ${arg_GRADER_LIBRARIES})
   # The judge finds worker_${lab} next to itself when it starts (test_main.cpp): no path of this
   # build directory is compiled in, so the compiler cache serves a new build directory too.
   target_compile_definitions(${judge} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="judge"
@@ -317,11 +318,11 @@ function(kit_lab_build lab variant lib exe)
     set(binary "$<TARGET_FILE_DIR:judge_${lab}>/grade_${lab}")
     set(worker_entry ", \"worker\": \"$<TARGET_FILE:${worker}>\"")
   else()
-    add_executable(${exe} ${arg_TESTS})
+    add_executable(${exe} ${arg_TESTS} ${PROJECT_SOURCE_DIR}/common/src/grader_identity.cpp)
     # The lab's grader folder, so a hidden test (grader/<lab>/hidden/) includes the grader's headers
     # as the visible tests next to them do.
     target_include_directories(${exe} PRIVATE ${grader_dir})
-    target_link_libraries(${exe} PRIVATE ${lib} kit_test ${arg_GRADER_LIBRARIES})
+    target_link_libraries(${exe} PRIVATE ${lib} kit_main kit_test ${arg_GRADER_LIBRARIES})
     target_compile_definitions(${exe} PRIVATE KIT_LAB_ID="${lab}" KIT_VARIANT="${variant}")
     target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
     set(binary "$<TARGET_FILE:${exe}>")

@@ -30,7 +30,8 @@
 // while a test runs could find it; the judges (kit/remote.h) close that gap by running student
 // code in another process.
 //
-// Compiled into each grader executable, so KIT_LAB_ID and KIT_VARIANT are that binary's.
+// Compiled once for the judges (KIT_JUDGE) and once for every other grader: the lab and build a
+// binary grades come from grader_identity.cpp, compiled into each with its own.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -48,19 +49,13 @@
 #include <string>
 #include <vector>
 
+#include "grader_identity.h"
 #include "kit/device_info.h"
 #include "kit/random.h"
 #include "kit/test.h"
 #include "kit/timing.h"
 #ifdef KIT_JUDGE
 #include "kit/remote.h"
-#endif
-
-#ifndef KIT_LAB_ID
-#define KIT_LAB_ID "unknown"
-#endif
-#ifndef KIT_VARIANT
-#define KIT_VARIANT "student"
 #endif
 
 namespace {
@@ -111,7 +106,8 @@ int list_tests() {
   const auto& metas = kit::registered_tests();
   const auto* unit = ::testing::UnitTest::GetInstance();
   std::ostringstream out;
-  out << "{\"lab\": " << json_string(KIT_LAB_ID) << ", \"variant\": " << json_string(kit::build_variant())
+  out << "{\"lab\": " << json_string(kit::identity::kLabId)
+      << ", \"variant\": " << json_string(kit::build_variant())
       << ", \"tests\": [";
   bool first = true;
   for (int s = 0; s < unit->total_test_suite_count(); ++s) {
@@ -448,8 +444,8 @@ std::string default_worker() {
   const ssize_t n = readlink("/proc/self/exe", path.data(), path.size() - 1);
   path.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   const std::size_t slash = path.rfind('/');
-  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
-         "worker_" KIT_LAB_ID;
+  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "worker_" +
+         kit::identity::kLabId;
 }
 #endif
 
@@ -489,7 +485,7 @@ int main(int argc, char** argv) {
 #ifdef KIT_JUDGE
   kit::set_build_variant(variant.empty() ? "student" : variant);
 #else
-  kit::set_build_variant(KIT_VARIANT);
+  kit::set_build_variant(kit::identity::kVariant);
 #endif
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kit_list") == 0) return list_tests();
@@ -504,8 +500,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::printf("[ kit      ] lab %s (%s build), %s\n", KIT_LAB_ID, kit::build_variant().c_str(),
-                kit::seed_note().c_str());
+    std::printf("[ kit      ] lab %s (%s build), %s\n", kit::identity::kLabId,
+                kit::build_variant().c_str(), kit::seed_note().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kit: %s\n", e.what());
     return 2;
