@@ -858,7 +858,7 @@ constexpr std::size_t kPerfElements = std::size_t{1} << 26;
 /// stages alone run), made ahead of the turn when the runner starts the process early: pinning
 /// 512 MiB took 0.28 s of the perf phase on an H200 (KIT_BEFORE_TURN).
 struct JudgeHost {
-  kit::PinnedBuffer<float> in, out;
+  kit::PinnedBuffer<float> in{kPerfElements}, out{kPerfElements};
 };
 
 std::optional<JudgeHost>& judge_host_made_early() {
@@ -866,10 +866,7 @@ std::optional<JudgeHost>& judge_host_made_early() {
   return made;
 }
 
-void make_judge_host() {
-  judge_host_made_early() =
-      JudgeHost{kit::PinnedBuffer<float>(kPerfElements), kit::PinnedBuffer<float>(kPerfElements)};
-}
+void make_judge_host() { judge_host_made_early().emplace(); }
 
 KIT_BEFORE_TURN(StreamsPerf, make_judge_host);
 
@@ -877,7 +874,7 @@ KIT_BEFORE_TURN(StreamsPerf, make_judge_host);
 JudgeHost take_judge_host() {
   std::optional<JudgeHost>& early = judge_host_made_early();
   if (early) return *std::exchange(early, std::nullopt);
-  return {kit::PinnedBuffer<float>(kPerfElements), kit::PinnedBuffer<float>(kPerfElements)};
+  return {};
 }
 
 // Both tests read their ratio from the same rounds: the first of them in a process sets up the

@@ -443,9 +443,9 @@ class _Lab:
         for spec in specs:
             self.run_sanitized(spec, tool, gpu_available)
 
-    def to_count(self, spec: protocol.TestSpec) -> bool:
-        """A counter test that is still to run: its lab has not failed fast, its step has not
-        settled (run_counted gives the others their verdict)."""
+    def to_run(self, spec: protocol.TestSpec) -> bool:
+        """Whether `spec` is still to run: its lab has not failed fast and its step has not
+        settled (the others get their verdict, unrun, at their turn)."""
         return not (self.fail_fast and self.failed()) and not self.settled(spec.step)
 
     def failed(self) -> bool:
@@ -512,8 +512,7 @@ class _Lab:
                 # SETTLED_REASON whatever they did (lab 01's known-wrong run had one whose worker
                 # died at every test, 5 s of restarts at the end of its correctness phase).
                 return True
-            settles = outcome.status.is_problem and any(
-                s.id not in self.by_id and self.settled(s.step) for s in specs)
+            settles = outcome.status.is_problem and any(self.settled(s.step) for s in left)
             # With SETTLE_ENV a process that reported an ordinary failure is sound: it goes on.
             return settles and not (goes_on and outcome.status is Status.FAILED)
 
@@ -715,7 +714,7 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
     started = {(id(lab), spec.id) for lab, spec, _ in early_counted}
 
     def counted_early(lab: _Lab, spec: protocol.TestSpec, early: _Early) -> None:
-        if not _take_turn(early, lab.to_count(spec)):
+        if not _take_turn(early, lab.to_run(spec)):
             lab.run_counted(spec, ncu_path, gpu_available)  # its verdict now, or it runs anew
 
     # The early ones first: the side-by-side runs take the work in order.
@@ -1030,9 +1029,8 @@ def _start_early(labs: Sequence[_Lab], kind: str, gpu_available: bool) -> dict[i
         return {}
     early = {}
     for lab in labs:
-        # Tests of a step already lost get their verdict at their turn, with no process.
-        specs = [spec for spec in lab.pending((kind,)) if not lab.settled(spec.step)]
-        if not specs or (lab.fail_fast and lab.failed()) or (
+        specs = [spec for spec in lab.pending((kind,)) if lab.to_run(spec)]
+        if not specs or (
                 kind == "perf" and (lab.failed() or not _gate_open(_correctness_results(lab)))):
             continue
         early[id(lab)] = _ahead(f"{kind} {lab.target.lab.id}", protocol.StartSignal(),
@@ -1072,7 +1070,7 @@ def _start_counted_early(labs: Sequence[_Lab], ncu_path: str | None, gpu_availab
     if not gpu_available or ncu_path is None or os.environ.get(COUNTERS_EARLY_ENV, "1") == "0":
         return []
     specs = [(lab, spec) for lab in labs for spec in lab.pending((counters.KIND,))
-             if lab.to_count(spec)]
+             if lab.to_run(spec)]
     return [(lab, spec, _ahead(f"counter {spec.id}", protocol.StartSignal(cold=True),
                                lambda go, lab=lab, spec=spec:
                                lab.run_counted(spec, ncu_path, gpu_available, go=go)))

@@ -128,4 +128,3 @@ def broken_markup(html_dir: Path) -> list[str]:
                                     f"as text: ...{context}...")
                     break
     return problems
-
