@@ -628,27 +628,9 @@ def grade_labs(targets: Sequence[LabTarget], options: RunOptions, on_result: Res
                             len(tests) // SHARD_MIN_TESTS))
         parts = _split(tests, shards, store.of(lab.target.lab.id)) if tests else []
         work += [functools.partial(lab.run, part, options.jobs) for part in parts if part]
-    tool = sanitizer.find_sanitizer()
 
     def sanitizer_work() -> list[Callable[[], None]]:
-        tasks = []
-        for lab in graded:
-            if lab.fail_fast and lab.failed():
-                lab.leave_unrun(lab.pending(SANITIZER_TOOLS))
-                continue
-            # A step a known-wrong submission must lose (Settle) has its sanitizer tests one after
-            # the other, the quickest tool first: once one has lost the step, the others are not
-            # run. Every other sanitizer test is a task of its own.
-            in_turn: dict[str, list[protocol.TestSpec]] = {}
-            for spec in lab.pending(SANITIZER_TOOLS):
-                if lab.target.settle is not None and spec.step in lab.target.settle.steps:
-                    in_turn.setdefault(spec.step, []).append(spec)
-                else:
-                    tasks.append(functools.partial(lab.run_sanitized, spec, tool, gpu_available))
-            tasks += [functools.partial(lab.run_sanitized_in_turn,
-                                        sorted(specs, key=_sanitizer_cost), tool, gpu_available)
-                      for specs in in_turn.values()]
-        return tasks
+        return _sanitizer_tasks(graded, sanitizer.find_sanitizer(), gpu_available)
 
     sessions = min(options.jobs, _sanitizer_sessions())
     early_timed: dict[int, _Early] = {}
@@ -911,6 +893,34 @@ session 26: synccheck 0.4-5 s a test, racecheck 2-6 s, and 19-62 s where it repo
 
 def _sanitizer_cost(spec: protocol.TestSpec) -> int:
     return SANITIZER_COST.get(spec.kind, len(SANITIZER_COST))
+
+
+def _sanitizer_tasks(labs: Sequence[_Lab], tool: str | None,
+                     gpu_available: bool) -> list[Callable[[], None]]:
+    """The sanitizer tests of `labs` as tasks, the longest first, since a few sessions run them
+    (SANITIZER_SESSIONS) and the last one to start ends the phase. A step a known-wrong
+    submission must lose (Settle) has its sanitizer tests one after the other, the quickest tool
+    first: once one has lost the step, the others are not run. These turns come first (a tool
+    that reports errors is the slowest: lab 04's synccheck tests that found a divided barrier
+    took 10-11 s each on an H200, session 36, and started last, 9 s after every other test of
+    the run had ended); then every other sanitizer test, a task of its own, the slowest tool
+    first (SANITIZER_COST). A lab that failed fast leaves its sanitizer tests not run."""
+    turns, alone = [], []
+    for lab in labs:
+        if lab.fail_fast and lab.failed():
+            lab.leave_unrun(lab.pending(SANITIZER_TOOLS))
+            continue
+        in_turn: dict[str, list[protocol.TestSpec]] = {}
+        for spec in lab.pending(SANITIZER_TOOLS):
+            if lab.target.settle is not None and spec.step in lab.target.settle.steps:
+                in_turn.setdefault(spec.step, []).append(spec)
+            else:
+                alone.append((lab, spec))
+        turns += [functools.partial(lab.run_sanitized_in_turn, sorted(specs, key=_sanitizer_cost),
+                                    tool, gpu_available) for specs in in_turn.values()]
+    alone.sort(key=lambda pair: -_sanitizer_cost(pair[1]))  # stable: the listing's order
+    return turns + [functools.partial(lab.run_sanitized, spec, tool, gpu_available)
+                    for lab, spec in alone]
 
 
 def _split(tests: list[protocol.TestSpec], shards: int,

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import io
 import itertools
 import json
@@ -746,13 +747,19 @@ they ran about 47 s beside the build on an H100 machine's 16 cores, and step 3 w
 them after a 35 s build (session 28). Read late instead, beside step 5's gradings, some of
 their timed tests failed (session 29)."""
 
+UNIT_SECONDS_FILE = "selftest-unit-seconds.json"
+"""In the build directory: how long each unit of the Python unit tests took (_shard_units; by
+its first test's id) in the last selftest there, so that the next one starts the longest first."""
+
 
 @dataclass
 class _UnitTests:
-    """The grader's Python unit tests, running in processes of their own; each shard writes its
-    report (JSON) to its own file."""
+    """The grader's Python unit tests, running in processes of their own; each writes its report
+    (JSON) to its own file, and `seconds` is where the units' times are kept."""
 
     children: list[tuple[subprocess.Popen, Path]]
+    seconds: Path | None = None
+    queue: Path | None = None
 
     def kill(self) -> None:
         """Ends those still running (a selftest that stops early)."""
@@ -761,51 +768,90 @@ class _UnitTests:
                 child.kill()
                 child.communicate()
             report.unlink(missing_ok=True)
+        if self.queue is not None:
+            self.queue.unlink(missing_ok=True)
 
 
 def _start_python_unit_tests(root: Path, report: Path, jobs: int = UNIT_SHARDS) -> _UnitTests:
-    """Starts the grader's Python unit tests, split over up to UNIT_SHARDS processes (and no
-    more than `jobs`, --jobs: the student edition's selftest, beside the selftest, has a quarter
-    of it), to run while the kit builds (they need no build); _python_unit_tests reads what each
-    wrote to `report` with its shard's number added."""
+    """Starts the grader's Python unit tests in up to UNIT_SHARDS processes (and no more than
+    `jobs`, --jobs: the student edition's selftest, beside the selftest, has a quarter of it),
+    to run while the kit builds (they need no build); _python_unit_tests reads what each wrote
+    to `report` with its number added. The processes take the units one at a time from a
+    shared queue (_take_unit), the longest of the last selftest in this build directory first
+    (UNIT_SECONDS_FILE), so that they end together: dealt out in turn instead, one process ran
+    11 s of tests and another 2 s (on the kit's build machine, session 36)."""
     report.parent.mkdir(parents=True, exist_ok=True)
     shards = max(1, min(UNIT_SHARDS, os.cpu_count() or 1, jobs))
+    queue = report.with_name(f"{report.stem}-queue")
+    queue.write_text("0")
+    seconds = report.parent / UNIT_SECONDS_FILE
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from kitgrade import selftest; "
-            "selftest.run_python_unit_tests(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
-            "int(sys.argv[4]))")
+            "selftest.run_python_unit_tests(*sys.argv[1:])")
     children = []
     for shard in range(shards):
         path = report.with_name(f"{report.stem}-{shard}{report.suffix}")
         path.unlink(missing_ok=True)
         children.append((subprocess.Popen(
-            niced([sys.executable, "-c", code, str(root / "grader"), str(path), str(shard),
-                    str(shards)], _own_nice()),
+            niced([sys.executable, "-c", code, str(root / "grader"), str(path), str(queue),
+                   str(seconds)], _own_nice()),
             cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, errors="replace"), path))
-    return _UnitTests(children)
+    return _UnitTests(children, seconds, queue)
 
 
-def run_python_unit_tests(grader_dir: str, report: str, shard: int = 0, shards: int = 1) -> None:
-    """A child of _start_python_unit_tests: runs every `shards`-th test from the `shard`-th
-    (in the order discovery finds them) and writes, as JSON, each one's id, outcome (passed,
-    failed, skipped) and failure text."""
+def _take_unit(queue: Path) -> int:
+    """The next unit's number from the queue file that the unit-test processes share."""
+    with open(queue, "r+") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # let go when the file closes
+        taken = int(file.read() or "0")
+        file.seek(0)
+        file.write(str(taken + 1))
+        file.truncate()
+    return taken
+
+
+def _unit_order(units: list[list[unittest.TestCase]],
+                seconds: dict[str, float]) -> list[list[unittest.TestCase]]:
+    """`units`, the longest in `seconds` (by first test id) first; the others after them, in the
+    order discovery found them."""
+    return sorted(units, key=lambda unit: -seconds.get(unit[0].id(), 0.0))
+
+
+def run_python_unit_tests(grader_dir: str, report: str, queue: str, seconds: str = "") -> None:
+    """A child of _start_python_unit_tests: takes units of the tests (_shard_units, in
+    _unit_order) from `queue` until none is left, runs each, and writes, as JSON, each test's
+    id, outcome (passed, failed, skipped) and failure text, and each unit's seconds."""
     found = _flatten(unittest.defaultTestLoader.discover(str(Path(grader_dir) / "tests"),
                                                          top_level_dir=grader_dir))
-    tests = [test for unit in _shard_units(found)[shard::shards] for test in unit]
-    suite = unittest.TestSuite(tests)
-    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
-    problems = {str(test): text for test, text in result.failures + result.errors}
+    try:
+        known = json.loads(Path(seconds).read_text()) if seconds else {}
+    except (OSError, ValueError):
+        known = {}
+    units = _unit_order(_shard_units(found), known if isinstance(known, dict) else {})
+    tests, took, problems, skipped, run = [], {}, {}, [], 0
+    while (taken := _take_unit(Path(queue))) < len(units):
+        unit = units[taken]
+        began = time.monotonic()
+        # A result of its own: a result carries the last test's class over into the next run,
+        # and would tear that class's fixture down again.
+        result = unittest.TestSuite(unit).run(unittest.TextTestResult(io.StringIO(), True, 0))
+        took[unit[0].id()] = round(time.monotonic() - began, 3)
+        tests += unit
+        problems.update({str(test): text for test, text in result.failures + result.errors})
+        skipped += [test for test, _ in result.skipped]
+        run += result.testsRun
     # A class or module fixture that failed is reported as an error of its own, not of a test.
     rows = [[test.id(), "failed" if str(test) in problems else
-             "skipped" if any(t is test for t, _ in result.skipped) else "passed",
+             "skipped" if any(t is test for t in skipped) else "passed",
              problems.get(str(test), "")] for test in tests]
     rows += [[name, "failed", text] for name, text in problems.items()
              if not any(str(test) == name for test in tests)]
-    Path(report).write_text(json.dumps({"run": result.testsRun, "tests": rows}))
+    Path(report).write_text(json.dumps({"run": run, "tests": rows, "seconds": took}))
 
 
 def _python_unit_tests(unit_tests: _UnitTests, tally: Tally, out: TextIO) -> None:
     run = 0
+    took: dict[str, float] = {}
     for child, report in unit_tests.children:
         output, _ = child.communicate()
         try:
@@ -818,12 +864,16 @@ def _python_unit_tests(unit_tests: _UnitTests, tally: Tally, out: TextIO) -> Non
         finally:
             report.unlink(missing_ok=True)
         run += data["run"]
+        took.update(data.get("seconds", {}))
         for name, outcome, text in data["tests"]:
             if outcome == "failed":
                 tally.add(False, f"grader unit test {name}", out)
                 out.write("    " + text.replace("\n", "\n    ") + "\n")
             else:
                 tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
+    if unit_tests.seconds is not None and took:
+        unit_tests.seconds.write_text(json.dumps(took, indent=0, sort_keys=True))
+    unit_tests.kill()  # the queue's file
     out.write(f"  {run} Python unit tests of the grader ({len(unit_tests.children)} "
               f"processes)\n")
 

@@ -354,6 +354,30 @@ class SanitizerRunTest(unittest.TestCase):
                              (Status.NOT_RUN, runner.SETTLED_REASON) if settle
                              else (Status.PASSED, ""))
 
+    def test_the_longest_start_first_turns_then_the_slowest_tools(self) -> None:
+        # One session: the tool is called in the tasks' order. The settled lab's turn (its
+        # memcheck test, then racecheck) comes before the other lab's two tests, and of those
+        # racecheck (the slowest tool) before memcheck, whatever the listing's order.
+        settled = runner.LabTarget(make_lab("01_alpha"),
+                                   make_fake_binary(self.tmp / "bin", "01_alpha"),
+                                   settle=runner.Settle(frozenset({"alpha.2"}), lambda _: False))
+        plain = runner.LabTarget(make_lab("02_beta"), make_fake_binary(self.tmp / "bin", "02_beta"))
+        env = {"FAKE_TESTS": "memcheck,racecheck,sanitized_fails", "FAKE_SANITIZER": "clean",
+               "FAKE_SANITIZER_ARGS": str(self.args), "FAKE_GPU": "1",
+               runner.SANITIZER_SESSIONS_ENV: "1"}
+        with fake_env(**env), mock.patch.object(sanitizer, "find_sanitizer",
+                                                return_value=str(self.tool)):
+            runner.run([plain, settled], runner.RunOptions("student", 7, 4))
+        order = [("alpha" if "01_alpha" in call else "beta",
+                  re.search(r"--gtest_filter=(\S+)", call).group(1))  # type: ignore[union-attr]
+                 for call in self.calls()]
+        self.assertEqual(order, [("alpha", "Bounds.UnderMemcheck"),
+                                 ("alpha", "Bounds.WrongUnderMemcheck"),
+                                 ("alpha", "Tiles.UnderRacecheck"),
+                                 ("beta", "Tiles.UnderRacecheck"),
+                                 ("beta", "Bounds.UnderMemcheck"),
+                                 ("beta", "Bounds.WrongUnderMemcheck")])
+
     def test_fail_fast_and_kinds(self) -> None:
         tests = self.by_id(self.grade("fail,memcheck", fail_fast=True))
         self.assertEqual(tests["Bounds.UnderMemcheck"].reason, runner.FAIL_FAST_REASON)

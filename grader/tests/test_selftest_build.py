@@ -5,6 +5,7 @@ counts that build once (unless KIT_SELFTEST_BUILD_BESIDE=0)."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -417,6 +418,87 @@ class ShardUnitsTest(unittest.TestCase):
         One.__module__ = Two.__module__ = module.__name__
         units = selftest._shard_units([One("test_a"), Two("test_a")])
         self.assertEqual([[type(t).__name__ for t in unit] for unit in units], [["One", "Two"]])
+
+
+class UnitQueueTest(unittest.TestCase):
+    """The Python unit tests' processes take their units from one queue, the longest first."""
+
+    TESTS = '''
+import unittest, os
+from pathlib import Path
+LOG = Path(os.environ["KIT_UNIT_QUEUE_LOG"])
+
+def note(what):
+    with LOG.open("a") as log:
+        log.write(what + "\\n")
+
+class Fixture(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        note("set up")
+
+    @classmethod
+    def tearDownClass(cls):
+        note("torn down")
+
+    def test_a(self):
+        pass
+
+    def test_b(self):
+        self.fail("b fails")
+
+class Plain(unittest.TestCase):
+    def test_c(self):
+        note("c")
+
+    def test_d(self):
+        self.skipTest("d is skipped")
+'''
+
+    def setUp(self) -> None:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.dir = Path(tmp.name)
+        (self.dir / "grader" / "tests").mkdir(parents=True)
+        (self.dir / "grader" / "tests" / "__init__.py").write_text("")
+        (self.dir / "grader" / "tests" / "test_queued.py").write_text(self.TESTS)
+        self.log = self.dir / "log"
+        self.queue = self.dir / "queue"
+        self.queue.write_text("0")
+
+    def child(self, n: int, seconds: str = "") -> dict:
+        """One of the processes, as _start_python_unit_tests starts them."""
+        report = self.dir / f"report-{n}.json"
+        code = (f"import sys; sys.path.insert(0, {str(ROOT / 'grader')!r}); "
+                "from kitgrade import selftest; selftest.run_python_unit_tests(*sys.argv[1:])")
+        subprocess.run([sys.executable, "-c", code, str(self.dir / "grader"), str(report),
+                        str(self.queue), seconds], cwd=self.dir, check=True,
+                       env={**selftest.os.environ, "KIT_UNIT_QUEUE_LOG": str(self.log)})
+        return json.loads(report.read_text())
+
+    def test_each_unit_runs_once_over_the_processes_and_a_fixture_once(self) -> None:
+        first, second = self.child(1), self.child(2)  # the first takes every unit
+        self.assertEqual(second["tests"], [])
+        outcomes = {row[0].rsplit(".", 1)[-1]: row[1] for row in first["tests"]}
+        self.assertEqual(outcomes, {"test_a": "passed", "test_b": "failed", "test_c": "passed",
+                                    "test_d": "skipped"})
+        self.assertEqual(first["run"], 4)
+        # The fixture's class is one unit; each of the others is a unit of its own.
+        self.assertEqual(sorted(first["seconds"]), ["tests.test_queued.Fixture.test_a",
+                                                    "tests.test_queued.Plain.test_c",
+                                                    "tests.test_queued.Plain.test_d"])
+        self.assertEqual(self.log.read_text().split("\n").count("torn down"), 1)
+
+    def test_the_longest_of_the_last_run_first(self) -> None:
+        seconds = self.dir / "seconds.json"
+        seconds.write_text(json.dumps({"tests.test_queued.Plain.test_c": 3.0,
+                                       "tests.test_queued.Plain.test_d": 1.0}))
+        self.child(1, str(seconds))
+        self.assertEqual(self.log.read_text().split(), ["c", "set", "up", "torn", "down"])
+
+    def test_the_queue_hands_out_each_number_once(self) -> None:
+        self.assertEqual([selftest._take_unit(self.queue) for _ in range(3)], [0, 1, 2])
+        self.assertEqual(self.queue.read_text(), "3")
 
 
 class InspectAheadTest(unittest.TestCase):
