@@ -16,13 +16,6 @@ A grading that waits says so on standard error once. The lock is one file per GP
 its PCI bus id, in KIT_GPU_LOCK_DIR (default: the system's temporary folder); a grading without
 a GPU takes none. The lock is advisory: it orders the kit's own gradings, not other programs
 that use the GPU, and a student's worker (which may not open files: Landlock) takes no part.
-
-Two gradings that know of each other can do better than take turns as they come: a Gate is a
-file that one grading makes while it holds the lock shared and removes when it wants it
-exclusive, and that the other waits for before it takes the lock. The instructor's selftest
-opens one for the student edition's test command running beside it, so that the edition's
-gradings run beside one of the selftest's correctness phases instead of keeping its timed tests
-waiting (kitgrade.selftest).
 """
 
 from __future__ import annotations
@@ -34,7 +27,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -45,33 +37,6 @@ WAIT_LIMIT_S = 1800.0
 lock left held for that long (a grading stopped in a debugger, say) must not stop every later
 grading on the GPU."""
 POLL_S = 0.05
-GATE_WAIT_S = 300.0
-"""The longest a grading waits for a gate to open: after that it takes the lock as it would
-without one (the grading that opens it may have stopped)."""
-
-
-@dataclass(frozen=True)
-class Gate:
-    """A file that one grading opens (`opens`: makes it once it holds the GPU's lock shared, and
-    removes it when it takes the lock exclusive or lets it go) and another waits for (up to
-    GATE_WAIT_S) before it takes the lock shared. A gate orders nothing by itself: the lock
-    still decides; it only makes the waiting grading start where the two can share the GPU."""
-
-    path: Path
-    opens: bool
-
-    def open(self) -> None:
-        self.path.touch()
-
-    def close(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-    def wait(self, limit_s: float = GATE_WAIT_S) -> float:
-        """Waits until the gate is open, at most `limit_s`; the seconds waited."""
-        started = time.monotonic()
-        while not self.path.exists() and time.monotonic() - started < limit_s:
-            time.sleep(POLL_S)
-        return time.monotonic() - started
 
 
 def path_for(device: dict[str, object]) -> Path | None:
@@ -88,39 +53,26 @@ class GpuLock:
     """One grading's hold on a GPU's lock file (path None: no lock, every call does nothing).
     shared() and exclusive() block until the lock is had, for up to wait_limit_s (then the
     grading goes on without it, said on `note`); release() lets it go. A lock that cannot be
-    opened (a folder this user may not write) is no lock, said once. `gate`: a Gate this
-    grading opens or waits for (none without a GPU)."""
+    opened (a folder this user may not write) is no lock, said once."""
 
     def __init__(self, path: Path | None, note: TextIO | None = None,
-                 wait_limit_s: float = WAIT_LIMIT_S, gate: Gate | None = None) -> None:
+                 wait_limit_s: float = WAIT_LIMIT_S) -> None:
         self.path = path
         self.note = note if note is not None else sys.stderr
         self.wait_limit_s = wait_limit_s
         self.waited_s = 0.0
-        self.gate = gate if path is not None else None  # without a GPU there is nothing to share
         self._fd: int | None = None
         self._told_waiting = False  # the waiting message is said once a grading
 
     def shared(self) -> None:
-        """Held while correctness tests run: other gradings' correctness tests may run too. A
-        gate this grading waits for is waited for first; one it opens is opened once held."""
-        if self.gate is not None and not self.gate.opens:
-            self.waited_s += self.gate.wait()
+        """Held while correctness tests run: other gradings' correctness tests may run too."""
         self._take(fcntl.LOCK_SH)
-        if self.gate is not None and self.gate.opens and self._fd is not None:
-            self.gate.open()
 
     def exclusive(self) -> None:
         """Held while timed, counter and perf tests run: nothing of another grading runs."""
-        self._close_gate()
         self._take(fcntl.LOCK_EX)
 
-    def _close_gate(self) -> None:
-        if self.gate is not None and self.gate.opens:
-            self.gate.close()
-
     def release(self) -> None:
-        self._close_gate()
         if self._fd is not None:
             os.close(self._fd)  # closing the file lets the lock go
             self._fd = None

@@ -181,9 +181,6 @@ class RunOptions:
     dict over its submissions): a judge that differs at a later run fails its lab (JUDGE_CHANGED)
     even if it changed between runs, where the check around each run cannot see it (a rebuild
     from judge objects that a submission overwrote, on a machine without Landlock)."""
-    gate: gpu_lock.Gate | None = field(default=None, hash=False, compare=False)
-    """A gate of the GPU's lock that this run opens or waits for (gpu_lock.Gate; the selftest
-    and its student edition)."""
 
 
 FAIL_FAST_REASON = "an earlier test of this lab did not pass (fail fast)"
@@ -276,8 +273,7 @@ def run(targets: Sequence[LabTarget], options: RunOptions,
 
         def device() -> tuple[bool, gpu_lock.GpuLock]:
             result.device = asked.result()
-            lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device),
-                                                       gate=options.gate))
+            lock = held.enter_context(gpu_lock.GpuLock(gpu_lock.path_for(result.device)))
             return result.gpu_available, lock
 
         result.labs = grade_labs(targets, options, on_result or (lambda _: None),

@@ -33,8 +33,7 @@ What it proves, in order:
 11. a fresh student edition (kit.py release) holds no line of a solution, its built documentation
     included, and passes its own test command (this command, run inside it). The release is
     written right after the build, and its test command runs beside steps 2 to 10 (the GPU's
-    lock, kitgrade.gpu_lock, keeps the two gradings' timed and perf tests apart, and its gate,
-    GATE_ENV, starts the edition's gradings beside this one's correctness tests); its verdict is
+    lock, kitgrade.gpu_lock, keeps the two gradings' timed and perf tests apart); its verdict is
     read at the end.
 
 In a student edition there is nothing to prove for 4, 7-9 and 11 (no fake lab, solutions,
@@ -236,10 +235,6 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
     labs = [find_lab(manifest, name) for name in args.labs] if args.labs else every_lab
 
     unit_report = build_dir / f"selftest-python-unit-tests-{os.getpid()}.json"  # one per run
-    # The student edition's test command, run by an instructor's selftest beside its own, waits
-    # for that selftest's gate before its gradings (GATE_ENV); none of its children inherit it.
-    waits = os.environ.pop(GATE_ENV, "")
-    gate = gpu_lock.Gate(Path(waits), opens=False) if waits else None
     unit_tests = (_UnitTests([]) if args.skip_shared
                   else _start_python_unit_tests(root, unit_report, args.jobs))
     _section(out, "Build")
@@ -275,8 +270,7 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
                else _Edition.start(root, build_dir, args, seed))
     try:
         return _after_build(root, build_dir, labs, args, seed, instructor, edition, unit_tests,
-                            rest, checks, tally, out,
-                            edition.gate if edition is not None else gate)
+                            rest, checks, tally, out)
     finally:
         ahead.close()
         unit_tests.kill()
@@ -286,12 +280,9 @@ def _cmd_selftest(args: argparse.Namespace, ctx) -> int:
 
 def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Namespace,
                  seed: int, instructor: bool, edition: _Edition | None, unit_tests: _UnitTests,
-                 rest: _RestOfBuild | None, checks: _Beside, tally: Tally, out: TextIO,
-                 gate: gpu_lock.Gate | None = None) -> int:
+                 rest: _RestOfBuild | None, checks: _Beside, tally: Tally, out: TextIO) -> int:
     """Steps 2 to 11 (the module's docstring), after the build (or, with BUILD_BESIDE_ENV, its
-    first part: `rest` is the rest, waited for before the known-wrong submissions). `gate`: the
-    GPU lock's gate that step 5's gradings open (for the student edition beside) or wait for
-    (in that edition)."""
+    first part: `rest` is the rest, waited for before the known-wrong submissions)."""
     def rest_built() -> bool:
         return rest is None or rest.finish(tally, out)
 
@@ -325,7 +316,7 @@ def _after_build(root: Path, build_dir: Path, labs: list[Lab], args: argparse.Na
     graded = _grade_together(root, labs, build_dir, seed, args.jobs, instructor, only, out,
                              lambda first, lab, subs: races.append(_Racecheck.start(
                                  root, build_dir, first, [(lab, sub) for sub in subs])),
-                             lab_built, gate)
+                             lab_built)
 
     _section(out, "Every stub fails its correctness steps")
     stubs = graded.stubs
@@ -619,17 +610,6 @@ first. Its gradings are not niced: they hold the GPU's lock (kitgrade.gpu_lock),
 exclusive, and a niced grading held it longer, keeping the selftest's own timed and perf tests
 waiting (lab 02's known-wrong run about 5 s on an H200, session 31)."""
 
-GATE_ENV = "KIT_SELFTEST_GPU_GATE"
-"""Set by the instructor's selftest for the student edition's test command (_Edition) to its
-gate file (GATE_FILE): the edition's step 5 gradings wait for it before they take the GPU's
-lock (gpu_lock.Gate), and the selftest opens it while its own gradings run their correctness
-tests and once its step 5 is over. The edition's gradings then run beside the selftest's
-correctness tests instead of keeping its timed tests waiting: lab 02's known-wrong run waited
-4.5 s for them on an H200 in session 36 (and about 5 s in session 35)."""
-
-GATE_FILE = "selftest-gpu-gate"
-"""In the build directory: the gate GATE_ENV names."""
-
 NICE_ENV = "KIT_SELFTEST_NICE"
 """The niceness of this selftest's CPU work: its builds, Python unit tests and documentation
 build, not its gradings (unset: 0). The instructor's selftest sets it for the student edition's
@@ -650,10 +630,8 @@ class _Edition:
     the build (start), judged at the end with a look for solution lines in everything it holds,
     its built documentation site included (finish)."""
 
-    def __init__(self, edition: Path, written: int, proc: subprocess.Popen, log: Path,
-                 gate: gpu_lock.Gate) -> None:
+    def __init__(self, edition: Path, written: int, proc: subprocess.Popen, log: Path) -> None:
         self.edition, self.written, self.proc, self.log = edition, written, proc, log
-        self.gate = gate
 
     @classmethod
     def start(cls, root: Path, build_dir: Path, args: argparse.Namespace, seed: int) -> _Edition:
@@ -669,18 +647,14 @@ class _Edition:
         argv += [flag for flag, on in (("--require-gpu", args.require_gpu),
                                        ("--require-docs", args.require_docs)) if on]
         log = build_dir / "student-edition.log"
-        gate = gpu_lock.Gate(build_dir / GATE_FILE, opens=True)
-        gate.close()  # a gate a stopped selftest left open
         with open(log, "w") as sink:
             proc = subprocess.Popen(argv, cwd=edition, stdin=subprocess.DEVNULL, stdout=sink,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    env={**os.environ, NICE_ENV: str(EDITION_NICE),
-                                         GATE_ENV: str(gate.path)})
-        return cls(edition, len(written), proc, log, gate)
+                                    env={**os.environ, NICE_ENV: str(EDITION_NICE)})
+        return cls(edition, len(written), proc, log)
 
     def kill(self) -> None:
         """Ends the test command and everything it started, if it still runs."""
-        self.gate.close()
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, 9)
@@ -1044,8 +1018,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                     instructor: bool, only: set[str] | None, out: TextIO,
                     races: Callable[[RunResult, Lab, list[wrong.WrongSubmission]], None] =
                     lambda *_: None,
-                    built: Callable[[Lab], bool] = lambda _: True,
-                    gate: gpu_lock.Gate | None = None) -> _Together:
+                    built: Callable[[Lab], bool] = lambda _: True) -> _Together:
     """Grades the stubs and the references of `labs` in one run, then each lab's known-wrong
     submissions (those in `only`, when given) in a run of their own, as a batch of submissions
     would be: the correctness tests of a run side by side, then each one's timed, counter and
@@ -1066,9 +1039,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
     waited for, kept that run's timed tests waiting about 4 s on an H100 in session 29; half of
     it beside lab 01's ran the judges of labs 04 and 05 before their known-wrong workers were
     built, and found no hazard.) `built(lab)` is asked before each lab's known-wrong run (it
-    waits for that lab's part of the build): False (its build failed) leaves the run out. Each
-    run opens `gate` (when it opens one) for its correctness tests; once the last run is over,
-    it stays open."""
+    waits for that lab's part of the build): False (its build failed) leaves the run out."""
     started = time.monotonic()
     with open(build_dir / PROGRESS_FILE, "w", buffering=1) as progress:
         def log(test: TestResult) -> None:
@@ -1077,7 +1048,7 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
 
         def grade(targets: list[runner.LabTarget], what: str) -> RunResult:
             began = time.monotonic()
-            run = runner.run(targets, runner.RunOptions("student", seed, jobs, gate=gate), log)
+            run = runner.run(targets, runner.RunOptions("student", seed, jobs), log)
             settled = sum(t.reason == runner.SETTLED_REASON for lab in run.labs
                           for t in lab.tests)
             _say_wrapped(f"({what}, in {time.monotonic() - began:.0f} s: "
@@ -1113,8 +1084,6 @@ def _grade_together(root: Path, labs: list[Lab], build_dir: Path, seed: int, job
                         + (f", {len(again)} graded again without the inspection" if again else ""))
             wrongs.append((lab, _WrongRun(subs, run.labs[:len(subs)],
                                           dict(zip(again, run.labs[len(subs):])))))
-    if gate is not None and gate.opens:
-        gate.open()  # nothing left to share the GPU with: a grading waiting for it goes on
 
     def part(variant: str, results: list[LabResult]) -> RunResult:
         return RunResult(first.seed, variant, first.device, first.started_at, results,

@@ -45,35 +45,6 @@ class LockTest(unittest.TestCase):
             second.shared()
             self.assertEqual((second.waited_s, note.getvalue()), (0.0, ""))
 
-    def test_a_gate_is_open_while_its_opener_holds_the_lock_shared(self) -> None:
-        gate = gpu_lock.Gate(self.tmp / "gate", opens=True)
-        with gpu_lock.GpuLock(self.path, gate=gate) as lock:
-            self.assertFalse(gate.path.exists())
-            lock.shared()
-            self.assertTrue(gate.path.exists())
-            lock.exclusive()
-            self.assertFalse(gate.path.exists())
-            lock.shared()
-        self.assertFalse(gate.path.exists())  # let go: closed
-        with gpu_lock.GpuLock(None, gate=gate) as lock:  # no GPU: nothing to share
-            lock.shared()
-            self.assertFalse(gate.path.exists())
-
-    def test_a_grading_waits_for_the_gate_then_takes_the_lock(self) -> None:
-        opener = gpu_lock.GpuLock(self.path, gate=gpu_lock.Gate(self.tmp / "gate", opens=True))
-        timer = threading.Timer(0.3, opener.shared)
-        timer.start()
-        with gpu_lock.GpuLock(self.path, gate=gpu_lock.Gate(self.tmp / "gate", opens=False)) \
-                as lock:
-            lock.shared()
-            self.assertGreater(lock.waited_s, 0.2)
-        timer.join()
-        opener.release()
-        self.assertLess(gpu_lock.Gate(self.tmp / "gate", opens=False).wait(0.2), 0.5)
-        with gpu_lock.GpuLock(None, gate=gpu_lock.Gate(self.tmp / "gate", opens=False)) as lock:
-            lock.shared()  # no GPU: no wait
-            self.assertEqual(lock.waited_s, 0.0)
-
     def test_exclusive_waits_for_shared_and_says_so_once(self) -> None:
         note = io.StringIO()
         other = gpu_lock.GpuLock(self.path)

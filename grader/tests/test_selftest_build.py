@@ -162,12 +162,11 @@ def _fake_target(root, build_dir, lab, variant, wrong=None):  # type: ignore[no-
 
 
 def _grade_fakes(labs, calls, built, races=lambda *_: None,  # type: ignore[no-untyped-def]
-                 racecheck=lambda lab: None, gate=None):
+                 racecheck=lambda lab: None):
     """_grade_together with a fake runner, which appends ("run", the labs of the known-wrong
     submissions it grades) to `calls`, and one known-wrong submission a lab, whose racecheck
-    filter is racecheck(lab). Each run checks that it was given `gate`, closed."""
+    filter is racecheck(lab)."""
     def fake_run(targets, options, on_result=None):  # type: ignore[no-untyped-def]
-        assert options.gate is gate and (gate is None or not gate.path.exists())
         calls.append(("run", sorted({t.lab.id for t in targets if "wrong" in t.binary.name})))
         return RunResult(1, "student", {}, "now", [
             LabResult(t.lab.id, t.binary.name, "student", {}) for t in targets])
@@ -181,7 +180,7 @@ def _grade_fakes(labs, calls, built, races=lambda *_: None,  # type: ignore[no-u
             mock.patch.object(selftest.runner, "lab_target", _fake_target), \
             mock.patch.object(selftest.wrong, "load", fake_load):
         return selftest._grade_together(ROOT, labs, Path(tmp), 1, 4, True, None, io.StringIO(),
-                                        races, built, gate)
+                                        races, built)
 
 
 class GradeTogetherBuiltTest(unittest.TestCase):
@@ -200,52 +199,6 @@ class GradeTogetherBuiltTest(unittest.TestCase):
                                  ("run", ["03_lab3"])])
         self.assertEqual([lab.id for lab, _ in together.wrongs], ["01_lab1", "03_lab3"])
         self.assertEqual(racecheck, [])  # no submission names a racecheck filter
-
-
-class GateTest(unittest.TestCase):
-    """The selftest's gradings open a gate for the student edition's (selftest.GATE_ENV)."""
-
-    def test_every_run_gets_the_gate_and_it_stays_open_after_the_last(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            gate = selftest.gpu_lock.Gate(Path(tmp) / "gate", opens=True)
-            calls: list = []
-            _grade_fakes([make_lab("01_lab1"), make_lab("02_lab2")], calls, lambda _: True,
-                         gate=gate)
-            self.assertEqual(len(calls), 3)
-            self.assertTrue(gate.path.exists())
-
-    def test_the_edition_is_told_the_gate_and_its_children_are_not(self) -> None:
-        started = {}
-
-        def popen(argv, **kwargs):  # type: ignore[no-untyped-def]
-            started.update(env=kwargs["env"])
-            return mock.Mock()
-
-        args = types.SimpleNamespace(jobs=16, require_gpu=True, require_docs=False)
-        release = types.SimpleNamespace(write_release=lambda *_: [])
-        with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.dict(sys.modules, {"kitgrade.release": release}), \
-                mock.patch.object(kitgrade, "release", release, create=True), \
-                mock.patch.object(selftest.subprocess, "Popen", popen):
-            (Path(tmp) / selftest.GATE_FILE).touch()  # left open by a selftest that stopped
-            edition = selftest._Edition.start(ROOT, Path(tmp), args, 7)
-            self.assertEqual(started["env"][selftest.GATE_ENV], str(Path(tmp) / selftest.GATE_FILE))
-            self.assertEqual((edition.gate.path, edition.gate.opens),
-                             (Path(tmp) / selftest.GATE_FILE, True))
-            self.assertFalse(edition.gate.path.exists())
-        # The edition's selftest takes the variable out of its environment: its unit tests and
-        # gradings' processes must not wait for a gate.
-        with mock.patch.dict(selftest.os.environ, {selftest.GATE_ENV: "/nonexistent/gate"}), \
-                mock.patch.object(selftest, "_start_python_unit_tests",
-                                  side_effect=RuntimeError("stop here")):
-            args = selftest.argparse.Namespace(plan=None, build_dir=None, seed=1, labs=None,
-                                               skip_shared=False, jobs=1)
-            ctx = types.SimpleNamespace(stdout=io.StringIO(), root=ROOT, build_dir=None,
-                                        manifest=lambda: load_manifest(
-                                            ROOT / "grader" / "labs.json"))
-            with self.assertRaises(RuntimeError):
-                selftest._cmd_selftest(args, ctx)
-            self.assertNotIn(selftest.GATE_ENV, selftest.os.environ)
 
 
 class RacecheckBesideItsLabTest(unittest.TestCase):
