@@ -182,9 +182,9 @@ __global__ void scale_shift_unrolled_kernel(unsigned n, float a, float b,
       if (i < n) x[k] = in[i];
     }
 #pragma unroll
-    for (unsigned k = 0; k < kItems; ++k) {
-      const std::size_t i = first + k * blockDim.x;
-      if (i < n) out[i] = a * x[k] + b;
+    for (unsigned j = 0; j < kItems; ++j) {
+      const std::size_t i = first + j * blockDim.x;
+      if (i < n) out[i] = a * x[j] + b;
     }
   }
 }
