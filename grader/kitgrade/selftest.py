@@ -827,7 +827,9 @@ def run_python_unit_tests(grader_dir: str, report: str, queue: str, seconds: str
         known = json.loads(Path(seconds).read_text()) if seconds else {}
     except (OSError, ValueError):
         known = {}
-    units = _unit_order(_shard_units(found), known if isinstance(known, dict) else {})
+    times = ({key: float(value) for key, value in known.items()
+              if isinstance(value, (int, float))} if isinstance(known, dict) else {})
+    units = _unit_order(_shard_units(found), times)  # a file that says nothing useful: none
     tests, took, problems, skipped, run = [], {}, {}, [], 0
     while (taken := _take_unit(Path(queue))) < len(units):
         unit = units[taken]

@@ -496,6 +496,13 @@ class Plain(unittest.TestCase):
         self.child(1, str(seconds))
         self.assertEqual(self.log.read_text().split(), ["c", "set", "up", "torn", "down"])
 
+    def test_a_times_file_that_makes_no_sense_changes_nothing(self) -> None:
+        seconds = self.dir / "seconds.json"
+        for text in ("[1, 2]", "{not json", '{"tests.test_queued.Plain.test_c": "slow"}'):
+            seconds.write_text(text)
+            self.queue.write_text("0")
+            self.assertEqual(self.child(1, str(seconds))["run"], 4, text)
+
     def test_the_queue_hands_out_each_number_once(self) -> None:
         self.assertEqual([selftest._take_unit(self.queue) for _ in range(3)], [0, 1, 2])
         self.assertEqual(self.queue.read_text(), "3")
