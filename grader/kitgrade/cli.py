@@ -208,14 +208,10 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
     return grade_exit_code(run, args.require_gpu)
 
 
-STUDENT_MAX_WIDTH = 120
-"""The student view takes the terminal's width up to this; 80 when stdout is not a terminal."""
-
-
 def _terminal_width(stream: TextIO) -> int:
     if not stream.isatty():
         return 80
-    return max(40, min(STUDENT_MAX_WIDTH, shutil.get_terminal_size((80, 24)).columns))
+    return max(40, min(student_view.MAX_WIDTH, shutil.get_terminal_size((80, 24)).columns))
 
 
 def _shown_dir(path: Path, root: Path) -> str:

@@ -104,6 +104,11 @@ def first_unfinished(steps: Sequence[StepView]) -> StepView | None:
     return next((s for s in steps if s.state in (FAILING, TO_DO)), None)
 
 
+MAX_WIDTH = 120
+"""The widest the student view is drawn: `kit.py grade` and `watch` take the terminal's width up
+to this (80 when the output is no terminal)."""
+
+
 def render(run: RunResult, *, width: int = 80, colour: bool = False, verbose: bool = False,
            manifest: Manifest | None = None) -> str:
     """The student's screen for `run`, at most `width` columns wide.

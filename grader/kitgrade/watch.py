@@ -35,8 +35,6 @@ POLL_S = 0.3
 SETTLE_S = 0.05
 """After a change is seen, how long to wait for the editor to finish writing (once or twice)."""
 CLEAR = "\033[H\033[2J"
-MAX_WIDTH = 120
-"""The student view takes the terminal's width up to this (as `kit.py grade` does)."""
 
 Fingerprint = tuple[tuple[int, int, int] | None, ...]
 
@@ -96,7 +94,8 @@ def render_run(run: RunResult, width: int, colour: bool, manifest: Manifest | No
         if err.name != f"{__package__}.student_view":
             raise
         return reports.render_terminal(run, colour)
-    return student_view.render(run, width=min(width, MAX_WIDTH), colour=colour, manifest=manifest)
+    return student_view.render(run, width=min(width, student_view.MAX_WIDTH), colour=colour,
+                               manifest=manifest)
 
 
 def _clock(t: float) -> str:
