@@ -762,7 +762,8 @@ class _UnitTests:
     queue: Path | None = None
 
     def kill(self) -> None:
-        """Ends those still running (a selftest that stops early)."""
+        """Ends those still running (a selftest that stops early) and removes their files: the
+        reports and the queue (_python_unit_tests calls it when all have ended, for the files)."""
         for child, report in self.children:
             if child.returncode is None:
                 child.kill()
@@ -830,7 +831,7 @@ def run_python_unit_tests(grader_dir: str, report: str, queue: str, seconds: str
     times = ({key: float(value) for key, value in known.items()
               if isinstance(value, (int, float))} if isinstance(known, dict) else {})
     units = _unit_order(_shard_units(found), times)  # a file that says nothing useful: none
-    tests, took, problems, skipped, run = [], {}, {}, [], 0
+    tests, took, problems, skipped, run = [], {}, {}, set(), 0
     while (taken := _take_unit(Path(queue))) < len(units):
         unit = units[taken]
         began = time.monotonic()
@@ -840,11 +841,11 @@ def run_python_unit_tests(grader_dir: str, report: str, queue: str, seconds: str
         took[unit[0].id()] = round(time.monotonic() - began, 3)
         tests += unit
         problems.update({str(test): text for test, text in result.failures + result.errors})
-        skipped += [test for test, _ in result.skipped]
+        skipped |= {test.id() for test, _ in result.skipped}
         run += result.testsRun
     # A class or module fixture that failed is reported as an error of its own, not of a test.
     rows = [[test.id(), "failed" if str(test) in problems else
-             "skipped" if any(t is test for t in skipped) else "passed",
+             "skipped" if test.id() in skipped else "passed",
              problems.get(str(test), "")] for test in tests]
     rows += [[name, "failed", text] for name, text in problems.items()
              if not any(str(test) == name for test in tests)]
@@ -875,7 +876,7 @@ def _python_unit_tests(unit_tests: _UnitTests, tally: Tally, out: TextIO) -> Non
                 tally.add(None if outcome == "skipped" else True, f"grader unit test {name}", out)
     if unit_tests.seconds is not None and took:
         unit_tests.seconds.write_text(json.dumps(took, indent=0, sort_keys=True))
-    unit_tests.kill()  # the queue's file
+    unit_tests.kill()
     out.write(f"  {run} Python unit tests of the grader ({len(unit_tests.children)} "
               f"processes)\n")
 
