@@ -21,6 +21,17 @@ _LOCK_DIR = tempfile.mkdtemp(prefix="kit-test-gpu-lock-")
 atexit.register(shutil.rmtree, _LOCK_DIR, True)
 
 
+def temp_dir(case) -> Path:
+    """A fresh directory removed when `case` (a TestCase, or its class for a class fixture)
+    is done with it: the unit tests leave nothing behind in the system's temporary folder."""
+    path = Path(tempfile.mkdtemp())
+    if isinstance(case, type):
+        case.addClassCleanup(shutil.rmtree, path, True)
+    else:
+        case.addCleanup(shutil.rmtree, path, True)
+    return path
+
+
 def lab_entry(lab_id: str, timeout_s: float = 2.0) -> dict:
     """A manifest entry matching the steps fake_binary.py uses (<name>.1/.2/.3/.perf)."""
     name = lab_id.split("_", 1)[1]

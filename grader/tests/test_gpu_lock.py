@@ -4,7 +4,6 @@ timed and perf tests with nothing of another's beside them."""
 from __future__ import annotations
 
 import io
-import tempfile
 import threading
 import time
 import unittest
@@ -13,7 +12,7 @@ from pathlib import Path
 from kitgrade import gpu_lock, runner
 from kitgrade.model import Status
 
-from .support import fake_env, make_fake_binary, make_lab
+from .support import fake_env, make_fake_binary, make_lab, temp_dir
 
 FAKE_DEVICE = {"available": True, "pci_bus_id": "00000000:19:00.0"}  # as fake_binary.py says
 
@@ -30,7 +29,7 @@ class PathTest(unittest.TestCase):
 
 class LockTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp())
+        self.tmp = temp_dir(self)
         self.path = self.tmp / "kit-gpu-x.lock"
 
     def hold_then_release(self, lock: gpu_lock.GpuLock, seconds: float) -> threading.Thread:
@@ -107,7 +106,7 @@ class RunnerHoldsTheLockTest(unittest.TestCase):
     or perf tests (an exclusive hold) nothing of it runs."""
 
     def grade_beside(self, hold: str) -> tuple[list[list[str]], float, runner.LabResult]:
-        tmp = Path(tempfile.mkdtemp())
+        tmp = temp_dir(self)
         log = tmp / "events.log"
         with fake_env(FAKE_GPU="1", FAKE_TESTS="pass,gpu,perf", FAKE_LOG=str(log)):
             other = gpu_lock.GpuLock(gpu_lock.path_for(FAKE_DEVICE))

@@ -11,7 +11,7 @@ from pathlib import Path
 from kitgrade import inspect, runner
 from kitgrade.model import Status, TestResult
 
-from .support import make_lab
+from .support import make_lab, temp_dir
 
 
 def lab_with_files(*files: str):
@@ -323,7 +323,7 @@ class JudgeChangedTest(unittest.TestCase):
 
 class ReviewFlagsTest(unittest.TestCase):
     def test_a_ratio_above_the_plausible_one_is_flagged_not_failed(self) -> None:
-        plausible = Path(tempfile.mkdtemp()) / "plausible.conf"
+        plausible = temp_dir(self) / "plausible.conf"
         plausible.write_text("# key ratio\nalpha.perf 1.2\n")
         test = TestResult(lab="01_alpha", step="alpha.perf", id="Perf.Fast", title="t",
                           kind="perf", points=4, status=Status.PASSED,

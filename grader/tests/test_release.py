@@ -6,13 +6,14 @@ import io
 import json
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 from kitgrade import release
 from kitgrade.cli import main
 from kitgrade.manifest import load_manifest, parse_manifest
+
+from .support import temp_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,7 @@ class BlocksAndPathsTest(unittest.TestCase):
 
 class LeakCheckTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp())
+        self.tmp = temp_dir(self)
         _tiny_kit(self.tmp / "kit")
         self.secrets = release.secrets_of(self.tmp / "kit", TINY_MANIFEST)
         self.out = self.tmp / "out"
@@ -101,7 +102,7 @@ class ReleaseOfThisKitTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.tmp = Path(tempfile.mkdtemp())
+        cls.tmp = temp_dir(cls)
         cls.out = cls.tmp / "edition"
         stdout, stderr = io.StringIO(), io.StringIO()
         cls.code = main(["release", str(cls.out)], root=ROOT, stdout=stdout, stderr=stderr)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
 import unittest
 from pathlib import Path
 
 from kitgrade import wrong
 from kitgrade.manifest import parse_manifest
+
+from .support import temp_dir
 
 LAB = parse_manifest({"labs": [{
     "id": "01_x", "title": "X", "timeout_s": 5, "student_files": ["x.cu"],
@@ -33,7 +34,7 @@ def entry(**edit: object) -> dict:
 
 class WrongTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.root = Path(tempfile.mkdtemp())
+        self.root = temp_dir(self)
         (self.root / "solutions" / "01_x").mkdir(parents=True)
         (self.root / "solutions" / "01_x" / "x.cu").write_text(SOLUTION)
 
