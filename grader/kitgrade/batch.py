@@ -34,7 +34,7 @@ for lack of hardware counters)."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "batch", help="grade every submission in a folder and write scores.csv",
-        description=BATCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=BATCH_HELP)
     parser.add_argument("root", type=Path, metavar="ROOT", help="folder with one subfolder per submission")
     parser.add_argument("labs", nargs="*", metavar="LAB",
                         help="labs to grade (default: those each submission has files for)")

@@ -99,7 +99,7 @@ class Sample:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench-grader", help="time each phase of grading (configure, build, tests, reports)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
     if (KIT_ROOT / "solutions").is_dir():
         parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",

@@ -139,7 +139,7 @@ def write_section(path: Path, name: str, rows: list[Row], runs: int) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "calibrate", help="measure the reference on this GPU and write its performance bars",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
     parser.add_argument("--runs", type=int, default=10, help="runs of the reference (default 10)")
     parser.add_argument("--out", type=Path, help="directory for the runs (default: "

@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds the `check` subcommand (see cli.SUBCOMMANDS)."""
     parser = subparsers.add_parser(
         "check", help="check that labs, graders, manifests and handouts agree (host only)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("--build-dir", type=Path,
                         help="CMake build directory whose graders list their tests "
                              "(default: <repo>/build)")

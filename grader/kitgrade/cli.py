@@ -106,9 +106,11 @@ HINT_WIDTH = 80
 def register_grade(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser(
         "grade", help="build, run the tests and write reports",
-        description="Builds the lab graders, runs each test in its own process and writes "
-                    "kit-results.json, junit.xml, results.json (Gradescope) and summary.md.",
-        epilog=_exit_code_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+        description="Builds the lab graders, runs the tests (each lab's correctness tests in one "
+                    "process, started again past a crash; timed and perf tests alone on the GPU) "
+                    "and writes kit-results.json, junit.xml, results.json (Gradescope) and "
+                    "summary.md.",
+        epilog=_exit_code_help())
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
     if (KIT_ROOT / "solutions").is_dir():  # a student edition has no reference to grade
         parser.add_argument("--variant", choices=tuple(runner.VARIANT_PREFIX), default="student",
@@ -315,8 +317,7 @@ def instructor_commands() -> list[Registrar]:
 
 def build_parser() -> Parser:
     parser = Parser(prog="kit.py", description="CUDA lab kit: hints and grading.",
-                     epilog=_exit_code_help(),
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     epilog=_exit_code_help())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in SUBCOMMANDS:
         register(subparsers)

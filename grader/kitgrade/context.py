@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
+import shutil
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -47,8 +50,87 @@ class Context:
         return load_manifest(self.root / "grader" / "labs.json")
 
 
+HELP_WIDTH = 80
+"""The widest line of any --help: descriptions are written in the sources' own width and
+filled to this one (or the terminal's, when narrower)."""
+
+_LIST_MARKER = re.compile(r"\s*(?:\d+\.|[-*]|\d+(?= ))\s+")
+_TERM = re.compile(r"\s*\S(?:.*?\S)?\s{2,}(?=\S)")
+"""A list entry's start (``1.``, ``-``, an exit code) and a definition row's term and gap."""
+_WRAPPED = 60
+"""A line at least this long was broken by the author's wrapping, so the next one goes on with
+it; a shorter line (a command, a table row, a paragraph's end) ends its item."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps a description's paragraphs, lists and examples as written, and fills to HELP_WIDTH
+    the ones too wide for it: a list entry or a definition row hangs under its text, a command or
+    table row no wider than that is left alone."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        # argparse fills to the terminal's width less 2, however wide the terminal is.
+        width = min(width or shutil.get_terminal_size().columns - 2, HELP_WIDTH - 2)
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(indent + line for line in fill_help(text, width))
+
+
+def fill_help(text: str, width: int) -> list[str]:
+    """The lines of `text`, each item (a paragraph, a list entry or a definition row, with the
+    lines that go on with it) that has a line wider than `width` filled again to it."""
+    items: list[list[str]] = []
+    for line in (line.rstrip() for line in text.splitlines()):
+        if items and _goes_on(items[-1], line):
+            items[-1].append(line)
+        else:
+            items.append([line])
+    lines: list[str] = []
+    for item in items:
+        if all(len(line) <= width for line in item):
+            lines += item
+            continue
+        first = item[0]
+        lead, hanging = _indent(first), _hanging(item)
+        head = first[:hanging]
+        # A marker or a term keeps its column, and the text hangs under the text.
+        prefix = head if hanging > lead and head.endswith(" ") and head.strip() else " " * lead
+        words = " ".join(line.strip() for line in item)[len(prefix.strip()):].strip()
+        lines += textwrap.wrap(words, width, initial_indent=prefix,
+                               subsequent_indent=" " * max(hanging, lead),
+                               break_long_words=False, break_on_hyphens=False)
+    return lines
+
+
+def _goes_on(item: list[str], line: str) -> bool:
+    """Whether `line` continues `item`: the item's last line is long (the author's wrapping broke
+    it), `line` starts no list entry, and it is indented where the item's text hangs."""
+    if not line or _LIST_MARKER.match(line) or len(item[-1]) < _WRAPPED:
+        return False
+    return _indent(line) == _hanging(item)
+
+
+def _hanging(item: list[str]) -> int:
+    """The column of an item's lines after its first: its second line's, or else under the text
+    that follows a list marker or a definition's term, or else the first line's indent."""
+    if len(item) > 1:
+        return _indent(item[1])
+    mark = _LIST_MARKER.match(item[0]) or _TERM.match(item[0])
+    return len(mark.group(0)) if mark else _indent(item[0])
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 class Parser(argparse.ArgumentParser):
-    """Turns argparse's usage errors into UsageError so they print as one line."""
+    """Turns argparse's usage errors into UsageError so they print as one line; its help (and
+    every subcommand's) is at most HELP_WIDTH wide (HelpFormatter)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")

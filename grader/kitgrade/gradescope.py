@@ -99,7 +99,7 @@ def write_zip(root: Path, out: Path, labs: list[str], secrets: list[release.Secr
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "gradescope", help="write the Gradescope autograder zip (no answers in it)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("out", type=Path, metavar="OUT.zip", help="the zip to write")
     parser.add_argument("labs", nargs="*", metavar="LAB",
                         help="the assignment's labs (default: every lab the submission has)")

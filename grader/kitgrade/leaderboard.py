@@ -92,7 +92,7 @@ def csv_text(boards: dict[str, list[Entry]]) -> str:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "leaderboard", help="rank a batch's performance ratios (correct submissions only)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("out", type=Path, metavar="OUT", help="a batch's report directory")
     parser.set_defaults(handler=_cmd_leaderboard)
 

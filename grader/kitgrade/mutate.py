@@ -461,8 +461,7 @@ def survivors_of(report: dict[str, Any], mutants: Sequence[Mutant]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "mutate", help="mutation score of a lab's grader (instructors)", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "mutate", help="mutation score of a lab's grader (instructors)", description=__doc__)
     parser.add_argument("lab", metavar="LAB", help='a lab: "06", "06_occupancy" or "occupancy"')
     parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
                         help=f"mutants to grade, drawn with --seed (default {DEFAULT_SAMPLE}; "

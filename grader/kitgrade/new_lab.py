@@ -498,7 +498,7 @@ Exit codes: 0 written, 2 a malformed or taken id, or a bad title."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "new-lab", help="write the skeleton of a new lab (instructors, authors)",
-        description=NEW_LAB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=NEW_LAB_HELP)
     parser.add_argument("lab", metavar="NN_name", help="the new lab's id, e.g. 08_reductions")
     parser.add_argument("title", help='its title, e.g. "Parallel reductions"')
     parser.set_defaults(handler=_cmd_new_lab)

@@ -59,7 +59,7 @@ class Study:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "noise", help="grade many times and report each performance ratio's spread",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("labs", nargs="*", metavar="LAB", help="labs to grade (default: all)")
     parser.add_argument("--runs", type=int, default=20, help="runs wanted in OUT in all (default 20)")
     parser.add_argument("--out", type=Path, required=True, help="directory for the runs and summary")

@@ -120,7 +120,7 @@ class ProfileError(Exception):
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "profile", help="hardware counters of your kernels next to the reference's (ncu)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("lab", metavar="LAB", help='a lab: "03", "03_coalescing" or "coalescing"')
     parser.add_argument("--launches", type=int, default=100,
                         help="kernel launches profiled per program (default: %(default)s)")

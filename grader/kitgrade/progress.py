@@ -293,7 +293,7 @@ def write(lines: Sequence[Sequence[Segment]], stream: TextIO) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "progress", help="your state in every lab and step, and what to do next",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.set_defaults(handler=_cmd_progress)
 

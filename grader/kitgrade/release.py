@@ -326,7 +326,7 @@ Exit codes: 0 written (or checked) and no leak, 1 a solution line was found, 2 u
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "release", help="write the student edition (no answers) into a folder",
-        description=RELEASE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=RELEASE_HELP)
     parser.add_argument("out", type=Path, metavar="OUT", nargs="?",
                         help="new folder for the student edition")
     parser.add_argument("--check", type=Path, metavar="DIR",

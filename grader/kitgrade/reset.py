@@ -33,7 +33,7 @@ BACKUP_SUFFIX = ".backup-"
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "reset", help="put a lab's files back to the stub (yours are kept as backups)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("lab", metavar="LAB", help='lab: "01", "01_indexing" or "indexing"')
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="one of the lab's student files (default: all of them)")

@@ -30,7 +30,7 @@ from .sanitizer import ERROR_EXIT, command, find_sanitizer
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "sanitize", help="run labs' graders under compute-sanitizer",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("labs", nargs="*", metavar="LAB",
                         help='labs: "01", "01_indexing" or "indexing" (default: all)')
     parser.add_argument("--tool", choices=SANITIZER_TOOLS, action="append",

@@ -127,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction) -> Callable[..., int]:
     """Adds the `selftest` subcommand (see cli.SUBCOMMANDS)."""
     parser = subparsers.add_parser(
         "selftest", help="build and run the kit's own tests",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--require-gpu", action="store_true",
                         help="GPU checks that cannot run are failures, not skips")

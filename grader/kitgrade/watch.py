@@ -228,7 +228,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "watch", help="rebuild and regrade a lab every time you save one of its files",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__)
     parser.add_argument("lab", metavar="LAB", help='lab: "01", "01_indexing" or "indexing"')
     parser.add_argument("--build-dir", type=Path, help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--seed", type=seed_arg,

@@ -15,8 +15,10 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
-from kitgrade.cli import KIT_ROOT, ExitCode, grade_exit_code, main
+from kitgrade.cli import KIT_ROOT, ExitCode, build_parser, grade_exit_code, main
+from kitgrade.context import HELP_WIDTH, fill_help
 from kitgrade.model import LabResult, RunResult, Status, TestResult
 
 from .support import fake_env, make_repo
@@ -259,6 +261,40 @@ class EntryScriptTest(unittest.TestCase):
                                 capture_output=True, text=True, timeout=30)
         self.assertEqual(result.returncode, 2)
         self.assertTrue(result.stderr.startswith("error: unknown lab 'nosuchlab'; labs: 01_indexing"))
+
+
+class HelpWidthTest(unittest.TestCase):
+    def test_every_commands_help_fits_the_width(self) -> None:
+        with mock.patch.dict(os.environ, {"COLUMNS": "200"}):
+            parser = build_parser()
+            commands = next(a for a in parser._actions if a.choices and a.dest == "command")
+            for name, sub in [("kit.py", parser), *commands.choices.items()]:
+                wide = [line for line in sub.format_help().splitlines() if len(line) > HELP_WIDTH]
+                self.assertEqual(wide, [], name)
+
+    def test_lists_rows_and_commands_keep_their_shape(self) -> None:
+        text = ("A paragraph written wider than the width allows, as the sources are, and\n"
+                "going on here.\n"
+                "\n"
+                "1. an entry whose text is long enough to need another line when filled, yes\n"
+                "   and more of it.\n"
+                "  not run     a definition whose text is also too long for the width of forty\n"
+                "    kit.py grade 01\n"
+                "    kit.py grade 02\n")
+        self.assertEqual(fill_help(text, 40), [
+            "A paragraph written wider than the width",
+            "allows, as the sources are, and going on",
+            "here.",
+            "",
+            "1. an entry whose text is long enough to",
+            "   need another line when filled, yes",
+            "   and more of it.",
+            "  not run     a definition whose text is",
+            "              also too long for the",
+            "              width of forty",
+            "    kit.py grade 01",
+            "    kit.py grade 02"])
+        self.assertEqual(fill_help(text, 80), text.splitlines())
 
 
 if __name__ == "__main__":
