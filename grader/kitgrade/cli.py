@@ -57,9 +57,13 @@ def register_list(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def _cmd_list(args: argparse.Namespace, ctx: Context) -> int:
     for lab in ctx.manifest().labs:
-        ctx.stdout.write(f"{lab.id}  {lab.title}  (edit: {', '.join(lab.student_files)})\n")
+        ctx.stdout.write(textwrap.fill(f"{lab.id}  {lab.title}  (edit: "
+                                       f"{', '.join(lab.student_files)})", LIST_WIDTH,
+                                       subsequent_indent=" " * 4, break_on_hyphens=False) + "\n")
         for step in lab.steps:
-            ctx.stdout.write(f"    {step.id:<16} {step.title}\n")
+            ctx.stdout.write(textwrap.fill(f"    {step.id:<16} {step.title}", LIST_WIDTH,
+                                           subsequent_indent=" " * 21,
+                                           break_on_hyphens=False) + "\n")
     return ExitCode.OK
 
 
@@ -97,8 +101,8 @@ def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
     return ExitCode.OK
 
 
-HINT_WIDTH = 80
-"""Hints are wrapped to a standard terminal's width."""
+HINT_WIDTH = LIST_WIDTH = 80
+"""Hints and the list of labs are wrapped to a standard terminal's width."""
 
 
 # ---------------------------------------------------------------- grade

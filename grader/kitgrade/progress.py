@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -217,54 +218,73 @@ def render(labs: Sequence[LabProgress], width: int = 80) -> list[list[Segment]]:
     for progress in labs:
         lines.extend(_render_lab(progress, width))
         lines.append([])
-    lines.extend(_render_next(labs))
+    lines.extend(_render_next(labs, width))
     return lines
+
+
+TITLE_COLUMN = 24
+"""Where a step's title and its detail start: after the state (16) and the step (5)."""
 
 
 def _render_lab(progress: LabProgress, width: int) -> list[list[Segment]]:
     lab, record = progress.lab, progress.record
-    head: list[Segment] = [(f"{lab.id} · {lab.title}", "bold")]
+    name = f"{lab.id} · {lab.title}"
     if record is None:
-        head.append((" — not graded yet", "dim"))
+        about = (" — not graded yet", "dim")
     elif record.lab.error is not None:
-        head.append((f" — could not be graded last time: {record.lab.error}", "red"))
+        about = (f" — could not be graded last time: {record.lab.error}", "red")
     else:
         when = record.graded_at.astimezone().strftime("%Y-%m-%d %H:%M")
         gpu = "" if record.gpu_available else ", no GPU"
-        head.append((f" — {reports.fraction(record.lab.score, record.lab.max_score)} points, "
-                     f"graded {when}{gpu}", ""))
-    lines = [head]
+        about = (f" — {reports.fraction(record.lab.score, record.lab.max_score)} points, "
+                 f"graded {when}{gpu}", "")
+    lines = [[(name, "bold"), about]]
+    if len(name) + len(about[0]) > width:  # what is said of the lab goes under its name
+        lines = [[(name, "bold")]] + [[(line, about[1])] for line in textwrap.wrap(
+            about[0].removeprefix(" — "), width, initial_indent="  ", subsequent_indent="  ")]
     if progress.changed:
         lines.append([("  changed since last grade: ", "yellow bold"),
                       (f"{KIT} grade {lab.number}", "")])
     for state in progress.steps:
-        line: list[Segment] = [(f"  {state.state.value:<16}", _STYLES[state.state]),
-                               (f"{state.step.suffix:<5} {state.step.title}", "")]
-        lines.append(line)
+        style = _STYLES[state.state]
+        title = _hanging(f"{state.step.suffix:<5} {state.step.title}", width - TITLE_COLUMN + 6,
+                         6)
+        lines.append([(f"  {state.state.value:<16}", style), (title[0], "")])
+        lines += [[(" " * (TITLE_COLUMN - 6) + rest, "")] for rest in title[1:]]
         if state.detail:
             detail = f" — {state.detail}"
-            if len(plain([line]).rstrip("\n")) + len(detail) <= width:
-                line.append((detail, _STYLES[state.state]))
+            if len(plain(lines[-1:]).rstrip("\n")) + len(detail) <= width:
+                lines[-1].append((detail, style))
             else:
-                lines.append([(f"{'':<24}{state.detail}", _STYLES[state.state])])
+                lines += [[(" " * TITLE_COLUMN + rest, style)]
+                          for rest in _hanging(state.detail, width - TITLE_COLUMN, 0)]
     return lines
 
 
-def _render_next(labs: Sequence[LabProgress]) -> list[list[Segment]]:
+def _hanging(text: str, width: int, indent: int) -> list[str]:
+    """`text` filled to `width`, its lines after the first indented by `indent`."""
+    return textwrap.wrap(text, width, subsequent_indent=" " * indent,
+                         break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def _render_next(labs: Sequence[LabProgress], width: int) -> list[list[Segment]]:
     found = next_step(labs)
     if found is None:
         return [[("Every step of every lab is done.", "green bold")]]
     lab, state = found
     lines: list[list[Segment]] = []
     if state.lacks_device:
-        lines.append([("Every step this machine can check is done; the rest need a CUDA device. ",
-                       "yellow"), ("On a machine with a GPU, start with:", "")])
-    lines.append([("Next: ", "bold"),
-                  (f"lab {lab.id}, step {state.step.suffix}: {state.step.title}", "")])
+        lines += [[(line, "yellow")] for line in _hanging(
+            "Every step this machine can check is done; the rest need a CUDA device. On a "
+            "machine with a GPU, start with:", width, 0)]
+    step = _hanging(f"Next: lab {lab.id}, step {state.step.suffix}: {state.step.title}",
+                    width, 6)
+    lines.append([("Next: ", "bold"), (step[0].removeprefix("Next: "), "")])
+    lines += [[(rest, "")] for rest in step[1:]]
     commands = [(f"{KIT} hint {lab.number} {state.step.suffix}", "a hint for this step"),
                 (f"{KIT} watch {lab.number}", "regrade on every save")]
-    width = max(len(command) for command, _ in commands) + 3
-    lines.extend([(f"  {command:<{width}}", "bold"), (what, "dim")] for command, what in commands)
+    column = max(len(command) for command, _ in commands) + 3
+    lines.extend([(f"  {command:<{column}}", "bold"), (what, "dim")] for command, what in commands)
     return lines
 
 

@@ -68,6 +68,13 @@ class ListAndHintTest(CliCase):
         self.assertEqual(self.kit("hint", "gamma", "1")[0], 2)
         self.assertEqual(self.kit("hint", "01", "1", "--level", "0")[0], 2)
 
+    def test_the_kits_own_list_fits_80_columns(self) -> None:
+        out = io.StringIO()
+        self.assertEqual(main(["list"], stdout=out, stderr=io.StringIO()), 0)
+        lines = out.getvalue().splitlines()
+        self.assertEqual([line for line in lines if len(line) > 80], [])
+        self.assertIn(" " * 21 + "racecheck and synccheck", lines)  # lab 04's step 4 hangs
+
     def test_real_manifest_hint(self) -> None:
         out = io.StringIO()
         self.assertEqual(main(["hint", "indexing", "perf"], stdout=out, stderr=io.StringIO()), 0)

@@ -167,7 +167,8 @@ class StatesTest(ProgressCase):
         run.labs[0].error = "binary not built: build/bin/grade_01_alpha"
         progress.save(run, self.build)
         out = self.kit("progress")[1]
-        self.assertIn("01_alpha · Lab alpha — could not be graded last time: binary not built", out)
+        self.assertIn("01_alpha · Lab alpha\n  could not be graded last time: binary not built: "
+                      "build/bin/grade_01_alpha\n", out)  # under the name: 93 columns on one line
         self.assertIn("  not graded yet  1     step 1 of alpha", out)
         self.assertIn("0/8 steps", out)
 
@@ -192,6 +193,19 @@ class StatesTest(ProgressCase):
         self.assertIn("  done            1", out)
         self.assertIn("  not run         2     step 2 of alpha — not run: no CUDA device", out)
         self.assertIn("  not graded yet  3     step 3 of alpha — no test of this step ran", out)
+
+
+class WidthTest(unittest.TestCase):
+    def test_the_kits_own_labs_fit_80_columns(self) -> None:
+        """Step titles of up to 75 characters (lab 04's step 4) hang under their first line."""
+        with tempfile.TemporaryDirectory() as build:
+            out = io.StringIO()
+            self.assertEqual(main(["progress", "--build-dir", build], stdout=out,
+                                  stderr=io.StringIO()), 0)
+        lines = out.getvalue().splitlines()
+        self.assertEqual([line for line in lines if len(line) > 80], [])
+        self.assertIn("  not graded yet  4     No race, no barrier out of step: the products under", lines)
+        self.assertIn(" " * 24 + "racecheck and synccheck", lines)
 
 
 class BarTest(unittest.TestCase):
