@@ -180,9 +180,11 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
         ctx.stdout.write(f"Grading {what} ({args.variant}{source}), seed {seed}\n")
         show: console.Console = console.for_student(ctx.stdout)
     else:
-        ctx.stdout.write(f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
-                         f"{reports.seed_text(seed)}\n")
-        lines = None if args.quiet else console.test_lines(ctx.stderr)
+        ctx.stdout.write(textwrap.fill(
+            f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
+            f"{reports.seed_text(seed)}", _terminal_width(ctx.stdout), subsequent_indent="  ",
+            break_on_hyphens=False) + "\n")
+        lines = None if args.quiet else console.test_lines(ctx.stderr, _terminal_width(ctx.stderr))
         show = console.StreamConsole(ctx.stdout, lines, quiet=args.quiet)
     ctx.stdout.flush()
     options = runner.RunOptions(args.variant, seed, args.jobs, args.timeout)
@@ -202,7 +204,7 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
         ctx.stdout.write("\n" + student_view.render(run, width=_terminal_width(ctx.stdout),
                                                      colour=colour, manifest=manifest))
     else:
-        ctx.stdout.write("\n" + reports.render_terminal(run, colour))
+        ctx.stdout.write("\n" + reports.render_terminal(run, colour, _terminal_width(ctx.stdout)))
     try:
         paths = reports.write_reports(run, report_dir)
     except OSError as err:

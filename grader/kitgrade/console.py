@@ -111,10 +111,16 @@ class StreamConsole(Console):
         yield self.on_result or (lambda _: None)
 
 
-def test_lines(stream: TextIO) -> ResultCallback:
-    """A line per finished test: "  failed    01_indexing Suite.Name (0.3 s)"."""
+def test_lines(stream: TextIO, width: int = 80) -> ResultCallback:
+    """A line per finished test, at most `width` columns: "  failed    01 Suite.Name (0.3 s)",
+    the lab by its number, a test id too long for the line shortened in its middle."""
     def show(test: TestResult) -> None:
-        stream.write(f"  {test.status.value:<9} {test.lab} {test.id} ({test.duration_s:.1f} s)\n")
+        lab = test.lab.split("_", 1)[0]
+        took = f" ({test.duration_s:.1f} s)"
+        room = max(10, width - 2 - 9 - 1 - len(lab) - 1 - len(took))
+        name = test.id if len(test.id) <= room else (
+            test.id[:room // 2 - 1] + "…" + test.id[len(test.id) - (room - room // 2):])
+        stream.write(f"  {test.status.value:<9} {lab} {name}{took}\n")
         stream.flush()
     return show
 

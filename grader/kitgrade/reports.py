@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TextIO
@@ -129,28 +130,48 @@ def use_colour(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
-def render_terminal(run: RunResult, colour: bool = False) -> str:
+TERMINAL_WIDTH = 80
+"""The width of the full report (render_terminal) unless a wider terminal asks for more."""
+_MIN_TITLE_WIDTH = 20
+
+
+def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_WIDTH) -> str:
+    """The full report for a terminal or a log: each lab's table of tests (a step by its number,
+    the lab being named above it), its steps' points, and every test's details, at most `width`
+    columns wide (titles shortened, messages wrapped)."""
     def paint(text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if colour else text
 
-    lines = [run_header(run), ""]
+    def wrapped(text: str, indent: int, hang: int, code: str = "") -> list[str]:
+        return [paint(line, code) if code else line for line in _wrap(text, width, indent, hang)]
+
+    lines = wrapped(run_header(run), 0, 2) + [""]
     for lab in run.labs:
-        lines.append(paint(f"{lab.lab} · {lab.title} · {lab.variant}", "1"))
-        lines.extend(f"  Note: {note}" for note in lab.notes)
+        lines += wrapped(f"{lab.lab} · {lab.title} · {lab.variant}", 0, 2, "1")
+        for note in lab.notes:
+            lines += wrapped(f"Note: {note}", 2, 4)
         if lab.error is None:
-            step_w = max([len("STEP")] + [len(t.step) for t in lab.tests])
+            step_w = max([len("STEP")] + [len(_step_number(t.step)) for t in lab.tests])
             kind_w = max([5] + [len(t.kind) for t in lab.tests])  # "timed"; "counter" is wider
-            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{_TITLE_WIDTH}}  {'KIND':<{kind_w}}  "
-                         f"{'STATUS':<9}  POINTS")
+            subtotals = lab.subtotals()
+            points_w = max([len("POINTS")] + [len(fraction(t.score, t.points)) for t in lab.tests]
+                           + [len(fraction(s.score, s.max_score)) for s in subtotals])
+            title_w = max(_MIN_TITLE_WIDTH,
+                          width - (2 + step_w + 2 + 2 + kind_w + 2 + 9 + 2 + points_w))
+            lines.append(f"  {'STEP':<{step_w}}  {'TEST':<{title_w}}  {'KIND':<{kind_w}}  "
+                         f"{'STATUS':<9}  {'POINTS':>{points_w}}")
             for t in lab.tests:
                 status = paint(f"{t.status.value:<9}", _COLOURS[t.status])
-                lines.append(f"  {t.step:<{step_w}}  {_truncate(t.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"
-                             f"  {t.kind:<{kind_w}}  {status}  {fraction(t.score, t.points):>6}")
+                lines.append(f"  {_step_number(t.step):<{step_w}}  "
+                             f"{_truncate(t.title, title_w):<{title_w}}  {t.kind:<{kind_w}}  "
+                             f"{status}  {fraction(t.score, t.points):>{points_w}}")
             lines.append("  Steps:")
-            for sub in lab.subtotals():
-                lines.append(f"    {sub.step:<{step_w}}  {_truncate(sub.title, _TITLE_WIDTH):<{_TITLE_WIDTH}}"
-                             f"  {fraction(sub.score, sub.max_score):>6}")
-        lines.append(paint(f"  {lab_score_line(lab)}", "1"))
+            steps_w = title_w + 2 + kind_w + 2 + 9 - 2
+            for sub in subtotals:
+                lines.append(f"    {_step_number(sub.step):<{step_w}}  "
+                             f"{_truncate(sub.title, steps_w):<{steps_w}}  "
+                             f"{fraction(sub.score, sub.max_score):>{points_w}}")
+        lines += wrapped(lab_score_line(lab), 2, 4, "1")
         details = [t for t in lab.tests if needs_details(t)]
         if details:
             lines.append("  Details:")
@@ -162,11 +183,28 @@ def render_terminal(run: RunResult, colour: bool = False) -> str:
         for tests in groups.values():
             text = detail_text(tests[0]).splitlines()
             who = tests[0].id if len(tests) == 1 else f"{len(tests)} tests"
-            lines.append(f"    {who}: {paint(text[0], _COLOURS[tests[0].status])}")
-            lines.extend(f"        {line}" for line in text[1:])
+            code, head = _COLOURS[tests[0].status], 4 + len(who) + 2
+            first = _wrap(f"{who}: {text[0]}", width, 4, 8)
+            lines.append(first[0][:head] + paint(first[0][head:], code))
+            lines += [paint(line, code) for line in first[1:]]
+            for line in text[1:]:
+                own = len(line) - len(line.lstrip())
+                lines += _wrap(line.strip(), width, 8 + own, 8 + own + 2) if line.strip() else [""]
         lines.append("")
-    lines.append(paint(total_line(run), "1"))
+    lines += wrapped(total_line(run), 0, 2, "1")
     return "\n".join(lines) + "\n"
+
+
+def _step_number(step_id: str) -> str:
+    """ "indexing.1" -> "1", "indexing.perf" -> "perf": the table names its lab above it."""
+    return step_id.split(".", 1)[-1]
+
+
+def _wrap(text: str, width: int, indent: int, hang: int) -> list[str]:
+    """`text` in lines of at most `width` columns, the first indented by `indent`, the others
+    by `hang`; a word longer than a line is broken (a path, a long expression)."""
+    return textwrap.wrap(text, width, initial_indent=" " * indent, subsequent_indent=" " * hang,
+                         break_on_hyphens=False, drop_whitespace=True) or [" " * indent]
 
 
 def _truncate(text: str, width: int) -> str:

@@ -117,7 +117,7 @@ def render(run: RunResult, *, width: int = 80, colour: bool = False, verbose: bo
     for "next lab" once everything is done (default: the kit's own grader/labs.json).
     """
     if verbose:
-        return reports.render_terminal(run, colour)
+        return reports.render_terminal(run, colour, width)
     return "\n".join(_View(run, max(width, 10), colour, manifest).lines()) + "\n"
 
 

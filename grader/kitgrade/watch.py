@@ -93,7 +93,7 @@ def render_run(run: RunResult, width: int, colour: bool, manifest: Manifest | No
     except ModuleNotFoundError as err:
         if err.name != f"{__package__}.student_view":
             raise
-        return reports.render_terminal(run, colour)
+        return reports.render_terminal(run, colour, width)
     return student_view.render(run, width=min(width, student_view.MAX_WIDTH), colour=colour,
                                manifest=manifest)
 

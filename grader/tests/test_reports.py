@@ -112,7 +112,22 @@ class TerminalTest(unittest.TestCase):
         self.assertNotIn("Host.Passes:", text)  # passing tests without numbers need no details
         self.assertNotIn("\x1b[1m", text)
         row = next(line for line in text.splitlines() if "title of Host.Fails" in line)
-        self.assertRegex(row, r"alpha\.1 .* host +failed +0/3$")
+        self.assertRegex(row, r"^  1 +title of Host\.Fails +host +failed +0/3$")
+
+    def test_at_most_the_width_titles_shortened_messages_wrapped(self) -> None:
+        run = sample_run()
+        long = run.labs[0].tests[0]
+        long.title = "a title much longer than the table's title column could ever hold [n_33]"
+        long.status, long.reason = Status.FAILED, ""
+        long.output = ("expected 44, got 0: " + "lab04::phase_count(700, 16) " * 6 +
+                       "\n  /a/path/that/is/much/longer/than/any/line/" + "x" * 90)
+        for width in (80, 60):
+            text = reports.render_terminal(run, width=width)
+            self.assertEqual([line for line in text.splitlines() if len(line) > width], [])
+            self.assertIn("… [n_33]", text)
+            self.assertIn("lab04::phase_count(700, 16)", text)  # wrapped between words
+        wide = reports.render_terminal(run, width=200)
+        self.assertIn(long.title, wide)
 
     def test_not_run_lines_grouped_by_reason(self) -> None:
         run = sample_run()
