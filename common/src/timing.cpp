@@ -198,8 +198,14 @@ ThroughputComparison measure_throughput(const Timed& student, const Timed& ceili
   EventTimer events;
   int mismatches = 0;
   auto timed = [&](const Timed& t) {
+    if (t.fresh) t.fresh(stream);  // before the flush: new inputs are not left in the L2
     flusher.flush(stream);
-    return static_cast<double>(time_run(events, t.run, stream, &mismatches));
+    const double ms = time_run(events, t.run, stream, &mismatches);
+    if (t.check) {
+      KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      t.check();
+    }
+    return ms;
   };
   trace("timing " + student.name + " vs " + ceiling.name + ": warm-up");
   for (int i = 0; i < options.warmup; ++i) {

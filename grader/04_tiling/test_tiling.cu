@@ -553,6 +553,8 @@ KIT_TEST(TilingBarriers, EveryBarrierReachedByTheWholeBlock, "tiling.4", syncche
 // ---- Performance: 4096^3 against cuBLAS FP32 and the naive kernel --------------------------------
 
 constexpr unsigned kPerfSize = 4096;
+// Elements of C checked after each timed run, at random places (TilingPerf::measure).
+constexpr int kTimedChecks = 4;
 
 // What a perf test measures the student's kernel against.
 enum class Ceiling { cublas, naive };
@@ -583,9 +585,50 @@ class TilingPerf : public kit::PerfTest {
     kit::GuardedBuffer<float> c(std::size_t(s.m) * s.n);
     kit::DeviceBuffer<float> c_ceiling(std::size_t(s.m) * s.n);
     const double flops = 2.0 * s.m * s.n * s.k;
-    const kit::Timed student{kernel.name, flops, [&](cudaStream_t stream) {
-                               kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), stream);
-                             }};
+    // Every timed run multiplies new random matrices (kit::Timed::fresh: drawn on the device,
+    // outside the time), and kTimedChecks elements of its C at random places are checked once it
+    // has ended against sums computed here from the same draws (kit::Timed::check). A product
+    // kept from an earlier call, or patched where the inputs changed, is wrong: every call must
+    // multiply.
+    kit::Drawn a_drawn, b_drawn;
+    int runs = 0;
+    bool reported = false;
+    const kit::Timed student{
+        kernel.name, flops,
+        [&](cudaStream_t stream) {
+          kernel.run(s.m, s.n, s.k, op.d_a.data(), op.d_b.data(), c.data(), stream);
+        },
+        [&](cudaStream_t) {
+          a_drawn = kit::draw_floats(rng, op.d_a, -1.0f, 1.0f);
+          b_drawn = kit::draw_floats(rng, op.d_b, -1.0f, 1.0f);
+          ++runs;
+        },
+        [&] {
+          for (int q = 0; q < kTimedChecks && !reported; ++q) {
+            const auto row = static_cast<unsigned>(rng.uniform_int(0, s.m - 1));
+            const auto col = static_cast<unsigned>(rng.uniform_int(0, s.n - 1));
+            double exact = 0.0, abs_sum = 0.0;
+            for (unsigned j = 0; j < s.k; ++j) {
+              const double term = double(a_drawn.at(std::size_t(row) * s.k + j)) *
+                                  b_drawn.at(std::size_t(j) * s.n + col);
+              exact += term;
+              abs_sum += std::fabs(term);
+            }
+            float got = 0.0f;
+            KIT_CUDA_CHECK(cudaMemcpy(&got, c.data() + std::size_t(row) * s.n + col,
+                                      sizeof got, cudaMemcpyDeviceToHost));
+            const double allowed = 2.0 * gamma(s.k) * abs_sum * 1.0001 + 1e-30;
+            if (std::fabs(double(got) - exact) <= allowed) continue;
+            reported = true;
+            ADD_FAILURE() << kernel.name << " during timing: in timed run " << runs
+                          << " (warm-ups included) C(" << row << "," << col << ") = " << got
+                          << ", expected " << exact << " (allowed error " << allowed
+                          << "). Each timed run multiplies new random A and B; a result kept "
+                          << "from an earlier call is not their product: every call must "
+                          << "multiply. Owner: " << owner(kernel.ownership(), row, col) << "\n"
+                          << kit::seed_note();
+          }
+        }};
     const kit::Timed bar =
         ceiling == Ceiling::cublas
             ? kit::Timed{"cuBLAS SGEMM (FP32, pedantic)", flops,

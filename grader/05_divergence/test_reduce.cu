@@ -267,6 +267,18 @@ KIT_TEST(ReduceBestFloat, SumIsWithinTheRoundingBound, "divergence.perf", gpu, 1
 
 using ReducePerf = kit::PerfTest;
 
+// The elements the perf test raises before each timed run, and by how much.
+constexpr int kRaised = 8;
+struct Raised {
+  unsigned at[kRaised];
+  float by[kRaised];
+};
+
+// One thread, so that a place drawn twice is raised twice.
+__global__ void raise_kernel(float* data, Raised raised) {
+  for (int i = 0; i < kRaised; ++i) data[raised.at[i]] += raised.by[i];
+}
+
 KIT_TEST(ReducePerf, BestReductionRunsNearCub, "divergence.perf", perf, 8,
          "reduce_best reads 2^28 floats at a large fraction of cub::DeviceReduce::Sum's bandwidth, "
          "same run") {
@@ -297,10 +309,44 @@ KIT_TEST(ReducePerf, BestReductionRunsNearCub, "divergence.perf", perf, 8,
   check("before timing");
   if (HasFailure()) return;
 
-  const kit::Timed student{"reduce_best", 4.0 * n, [&](cudaStream_t stream) {
-                             lab05::reduce_best(d_in.data(), n, d_out.data(), d_scratch.data(),
-                                                stream);
-                           }};
+  // Every timed run sees an input changed since the run before (kit::Timed::fresh, outside the
+  // time): kRaised elements at random places raised by 2^20 to 2^21 each, far beyond the sum's
+  // tolerance, and the sum of each run is checked once it has ended (kit::Timed::check). A sum
+  // remembered from an earlier call, by any key short of reading every element (the reduction's
+  // own cost), is then off by millions.
+  Input<float> timed_input = input;  // check("before timing")'s values, raised run by run
+  int runs = 0;
+  bool reported = false;
+  const kit::Timed student{
+      "reduce_best", 4.0 * n,
+      [&](cudaStream_t stream) {
+        lab05::reduce_best(d_in.data(), n, d_out.data(), d_scratch.data(), stream);
+      },
+      [&](cudaStream_t stream) {
+        Raised raised;
+        for (int i = 0; i < kRaised; ++i) {
+          raised.at[i] = static_cast<unsigned>(rng.uniform_int(0, n - 1));
+          raised.by[i] = rng.uniform(1 << 20, 1 << 21);
+          timed_input.sum += raised.by[i];
+          timed_input.abs_sum += raised.by[i];
+        }
+        raise_kernel<<<1, 1, 0, stream>>>(d_in.data(), raised);
+        KIT_CHECK_LAUNCH("raise_kernel");
+        ++runs;
+      },
+      [&] {
+        const double got = d_out.download()[0];
+        const Tolerance tol = sum_tolerance(timed_input);
+        if (reported || std::fabs(got - timed_input.sum) <= tol.abs) return;
+        reported = true;
+        ADD_FAILURE() << "reduce_best returned " << got << " in timed run " << runs
+                      << " (warm-ups included), during timing, where the sum was "
+                      << timed_input.sum << " (within " << tol.abs << "): before that run "
+                      << kRaised << " elements at random places were raised by 2^20 to 2^21 each. "
+                      << "A result kept from an earlier call is not a sum of this input: every "
+                      << "call must read every element.\n"
+                      << kit::seed_note();
+      }};
   const kit::Timed ceiling{"cub::DeviceReduce::Sum", 4.0 * n,
                            [&](cudaStream_t stream) { cub_sum.run(stream); }};
   expect_ratio_at_least(student, ceiling, "divergence.reduction_vs_cub", "GB/s", 1e-9);

@@ -22,10 +22,19 @@ namespace kit {
 
 /// Something to time: `run` enqueues one execution on the stream; `work` is what one execution
 /// accomplishes in the unit being compared (bytes moved, flops), so throughput = work / time.
+///
+/// `fresh` and `check`, both optional and both outside the time, make every timed execution of
+/// a student's code prove its work: `fresh` enqueues new inputs (or changes some) on the stream
+/// before each execution, warm-ups included, so that none can serve a result remembered from an
+/// earlier one, and `check` is called once each execution has finished to check its output
+/// against those inputs (a GoogleTest failure there fails the test). Without them the timed
+/// executions all see the same inputs, and only the checks before and after timing see output.
 struct Timed {
   std::string name;
   double work = 0.0;
   std::function<void(cudaStream_t)> run;
+  std::function<void(cudaStream_t)> fresh = {};
+  std::function<void()> check = {};
 };
 
 /// Where a test's time goes, for whoever maintains the graders: when the environment has
