@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -240,15 +239,15 @@ def _render_lab(progress: LabProgress, width: int) -> list[list[Segment]]:
                  f"graded {when}{gpu}", "")
     lines = [[(name, "bold"), about]]
     if len(name) + len(about[0]) > width:  # what is said of the lab goes under its name
-        lines = [[(name, "bold")]] + [[(line, about[1])] for line in textwrap.wrap(
-            about[0].removeprefix(" — "), width, initial_indent="  ", subsequent_indent="  ")]
+        lines = [[(name, "bold")]] + [[(line, about[1])] for line in reports.wrap_lines(
+            about[0].removeprefix(" — "), width, 2, 2)]
     if progress.changed:
         lines.append([("  changed since last grade: ", "yellow bold"),
                       (f"{KIT} grade {lab.number}", "")])
     for state in progress.steps:
         style = _STYLES[state.state]
-        title = _hanging(f"{state.step.suffix:<5} {state.step.title}", width - TITLE_COLUMN + 6,
-                         6)
+        title = reports.wrap_lines(f"{state.step.suffix:<5} {state.step.title}",
+                                   width - TITLE_COLUMN + 6, hang=6)
         lines.append([(f"  {state.state.value:<16}", style), (title[0], "")])
         lines += [[(" " * (TITLE_COLUMN - 6) + rest, "")] for rest in title[1:]]
         if state.detail:
@@ -257,14 +256,8 @@ def _render_lab(progress: LabProgress, width: int) -> list[list[Segment]]:
                 lines[-1].append((detail, style))
             else:
                 lines += [[(" " * TITLE_COLUMN + rest, style)]
-                          for rest in _hanging(state.detail, width - TITLE_COLUMN, 0)]
+                          for rest in reports.wrap_lines(state.detail, width - TITLE_COLUMN)]
     return lines
-
-
-def _hanging(text: str, width: int, indent: int) -> list[str]:
-    """`text` filled to `width`, its lines after the first indented by `indent`."""
-    return textwrap.wrap(text, width, subsequent_indent=" " * indent,
-                         break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def _render_next(labs: Sequence[LabProgress], width: int) -> list[list[Segment]]:
@@ -274,11 +267,11 @@ def _render_next(labs: Sequence[LabProgress], width: int) -> list[list[Segment]]
     lab, state = found
     lines: list[list[Segment]] = []
     if state.lacks_device:
-        lines += [[(line, "yellow")] for line in _hanging(
+        lines += [[(line, "yellow")] for line in reports.wrap_lines(
             "Every step this machine can check is done; the rest need a CUDA device. On a "
-            "machine with a GPU, start with:", width, 0)]
-    step = _hanging(f"Next: lab {lab.id}, step {state.step.suffix}: {state.step.title}",
-                    width, 6)
+            "machine with a GPU, start with:", width)]
+    step = reports.wrap_lines(f"Next: lab {lab.id}, step {state.step.suffix}: {state.step.title}",
+                              width, hang=6)
     lines.append([("Next: ", "bold"), (step[0].removeprefix("Next: "), "")])
     lines += [[(rest, "")] for rest in step[1:]]
     commands = [(f"{KIT} hint {lab.number} {state.step.suffix}", "a hint for this step"),

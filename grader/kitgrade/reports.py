@@ -143,7 +143,8 @@ def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_
         return f"\033[{code}m{text}\033[0m" if colour else text
 
     def wrapped(text: str, indent: int, hang: int, code: str = "") -> list[str]:
-        return [paint(line, code) if code else line for line in _wrap(text, width, indent, hang)]
+        return [paint(line, code) if code else line
+                for line in wrap_lines(text, width, indent, hang)]
 
     lines = wrapped(run_header(run), 0, 2) + [""]
     for lab in run.labs:
@@ -184,12 +185,12 @@ def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_
             text = detail_text(tests[0]).splitlines()
             who = tests[0].id if len(tests) == 1 else f"{len(tests)} tests"
             code, head = _COLOURS[tests[0].status], 4 + len(who) + 2
-            first = _wrap(f"{who}: {text[0]}", width, 4, 8)
+            first = wrap_lines(f"{who}: {text[0]}", width, 4, 8)
             lines.append(first[0][:head] + paint(first[0][head:], code))
             lines += [paint(line, code) for line in first[1:]]
             for line in text[1:]:
                 own = len(line) - len(line.lstrip())
-                lines += _wrap(line.strip(), width, 8 + own, 8 + own + 2) if line.strip() else [""]
+                lines += wrap_lines(line.strip(), width, 8 + own, 8 + own + 2) if line.strip() else [""]
         lines.append("")
     lines += wrapped(total_line(run), 0, 2, "1")
     return "\n".join(lines) + "\n"
@@ -200,7 +201,7 @@ def _step_number(step_id: str) -> str:
     return step_id.split(".", 1)[-1]
 
 
-def _wrap(text: str, width: int, indent: int, hang: int) -> list[str]:
+def wrap_lines(text: str, width: int, indent: int = 0, hang: int = 0) -> list[str]:
     """`text` in lines of at most `width` columns, the first indented by `indent`, the others
     by `hang`; a word longer than a line is broken (a path, a long expression)."""
     return textwrap.wrap(text, width, initial_indent=" " * indent, subsequent_indent=" " * hang,
