@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import thresholds
 from .manifest import Lab, Manifest, load_manifest
@@ -67,11 +67,12 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     the ones too wide for it: a list entry or a definition row hangs under its text, a command or
     table row no wider than that is left alone."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        # argparse fills to the terminal's width less 2, however wide the terminal is.
-        width = min(width or shutil.get_terminal_size().columns - 2, HELP_WIDTH - 2)
-        super().__init__(prog, indent_increment, max_help_position, width)
+    def __init__(self, prog: str, *args: Any, **kwargs: Any) -> None:
+        # argparse fills to the terminal's width less 2, however wide the terminal is. (Keywords
+        # pass through: newer Pythons give the formatter more of them.)
+        width = kwargs.get("width") or shutil.get_terminal_size().columns - 2
+        kwargs["width"] = min(width, HELP_WIDTH - 2)
+        super().__init__(prog, *args, **kwargs)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n".join(indent + line for line in fill_help(text, width))
