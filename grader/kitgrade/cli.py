@@ -36,9 +36,9 @@ from typing import TextIO
 
 from . import console, profile, reports, runner, sanitize, selftest, student_view, submission
 from . import check, diagnose_build, handout, progress, reset, watch
-from .context import (KIT_ROOT, SUBMISSION_BUILD, Context, ExitCode, Parser, UsageError,
-                      check_thresholds, default_build_dir, env_seed, find_lab, positive_float,
-                      positive_int, seed_arg, select_labs)
+from .context import (KIT_ROOT, SUBMISSION_BUILD, TERMINAL_WIDTH, Context, ExitCode, Parser,
+                      UsageError, check_thresholds, default_build_dir, env_seed, find_lab,
+                      positive_float, positive_int, seed_arg, select_labs)
 from .build import SUBMISSION_VARIABLE, BuildError, cached_value, ensure_built, grading_targets
 from .manifest import Lab, Manifest, ManifestError
 from .model import RunResult, Status, TestResult
@@ -57,13 +57,11 @@ def register_list(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def _cmd_list(args: argparse.Namespace, ctx: Context) -> int:
     for lab in ctx.manifest().labs:
-        ctx.stdout.write(textwrap.fill(f"{lab.id}  {lab.title}  (edit: "
-                                       f"{', '.join(lab.student_files)})", LIST_WIDTH,
-                                       subsequent_indent=" " * 4, break_on_hyphens=False) + "\n")
+        lines = reports.wrap_lines(f"{lab.id}  {lab.title}  (edit: "
+                                   f"{', '.join(lab.student_files)})", TERMINAL_WIDTH, 0, 4)
         for step in lab.steps:
-            ctx.stdout.write(textwrap.fill(f"    {step.id:<16} {step.title}", LIST_WIDTH,
-                                           subsequent_indent=" " * 21,
-                                           break_on_hyphens=False) + "\n")
+            lines += reports.wrap_lines(f"{step.id:<16} {step.title}", TERMINAL_WIDTH, 4, 21)
+        ctx.stdout.writelines(f"{line}\n" for line in lines)
     return ExitCode.OK
 
 
@@ -87,11 +85,11 @@ def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"lab {lab.id} has no step {args.step!r}; steps: "
                          + ", ".join(s.id for s in lab.steps))
     shown = min(args.level, len(step.hints))
-    ctx.stdout.write(textwrap.fill(f"{lab.id} · {step.id} · {step.title}", HINT_WIDTH,
+    ctx.stdout.write(textwrap.fill(f"{lab.id} · {step.id} · {step.title}", TERMINAL_WIDTH,
                                    subsequent_indent="  ") + "\n")
     for i, hint in enumerate(step.hints[:shown], start=1):
         first = f"Hint {i}/{len(step.hints)}: "
-        ctx.stdout.write("\n" + textwrap.fill(hint, HINT_WIDTH, initial_indent=first,
+        ctx.stdout.write("\n" + textwrap.fill(hint, TERMINAL_WIDTH, initial_indent=first,
                                               subsequent_indent="  ") + "\n")
     if shown < len(step.hints):
         ctx.stdout.write(f"\nStuck? Next:\n  {student_view.KIT} hint {lab.number} {step.suffix} "
@@ -99,10 +97,6 @@ def _cmd_hint(args: argparse.Namespace, ctx: Context) -> int:
     else:
         ctx.stdout.write("\n(that was the last hint for this step)\n")
     return ExitCode.OK
-
-
-HINT_WIDTH = LIST_WIDTH = 80
-"""Hints and the list of labs are wrapped to a standard terminal's width."""
 
 
 # ---------------------------------------------------------------- grade
@@ -180,10 +174,9 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
         ctx.stdout.write(f"Grading {what} ({args.variant}{source}), seed {seed}\n")
         show: console.Console = console.for_student(ctx.stdout)
     else:
-        ctx.stdout.write(textwrap.fill(
+        ctx.stdout.writelines(f"{line}\n" for line in reports.wrap_lines(
             f"Grading {', '.join(lab.id for lab in labs)} ({args.variant}{source}), "
-            f"{reports.seed_text(seed)}", _terminal_width(ctx.stdout), subsequent_indent="  ",
-            break_on_hyphens=False) + "\n")
+            f"{reports.seed_text(seed)}", _terminal_width(ctx.stdout), 0, 2))
         lines = None if args.quiet else console.test_lines(ctx.stderr, _terminal_width(ctx.stderr))
         show = console.StreamConsole(ctx.stdout, lines, quiet=args.quiet)
     ctx.stdout.flush()
@@ -218,7 +211,7 @@ def _cmd_grade(args: argparse.Namespace, ctx: Context) -> int:
 
 def _terminal_width(stream: TextIO) -> int:
     if not stream.isatty():
-        return 80
+        return TERMINAL_WIDTH
     return max(40, min(student_view.MAX_WIDTH, shutil.get_terminal_size((80, 24)).columns))
 
 

@@ -50,9 +50,11 @@ class Context:
         return load_manifest(self.root / "grader" / "labs.json")
 
 
-HELP_WIDTH = 80
-"""The widest line of any --help: descriptions are written in the sources' own width and
-filled to this one (or the terminal's, when narrower)."""
+TERMINAL_WIDTH = 80
+"""The width of what the kit prints for a person (every --help, list, hint, progress page and
+table): a standard terminal's. Where a wider terminal may get more, the command says so (the
+grade views, up to student_view.MAX_WIDTH). Help descriptions are written in the sources' own
+width and filled to this one (or the terminal's, when narrower)."""
 
 _LIST_MARKER = re.compile(r"\s*(?:\d+\.|[-*]|\d+(?= ))\s+")
 _TERM = re.compile(r"\s*\S(?:.*?\S)?\s{2,}(?=\S)")
@@ -63,7 +65,7 @@ it; a shorter line (a command, a table row, a paragraph's end) ends its item."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps a description's paragraphs, lists and examples as written, and fills to HELP_WIDTH
+    """Keeps a description's paragraphs, lists and examples as written, and fills to TERMINAL_WIDTH
     the ones too wide for it: a list entry or a definition row hangs under its text, a command or
     table row no wider than that is left alone."""
 
@@ -71,7 +73,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         # argparse fills to the terminal's width less 2, however wide the terminal is. (Keywords
         # pass through: newer Pythons give the formatter more of them.)
         width = kwargs.get("width") or shutil.get_terminal_size().columns - 2
-        kwargs["width"] = min(width, HELP_WIDTH - 2)
+        kwargs["width"] = min(width, TERMINAL_WIDTH - 2)
         super().__init__(prog, *args, **kwargs)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
@@ -127,7 +129,7 @@ def _indent(line: str) -> int:
 
 class Parser(argparse.ArgumentParser):
     """Turns argparse's usage errors into UsageError so they print as one line; its help (and
-    every subcommand's) is at most HELP_WIDTH wide (HelpFormatter)."""
+    every subcommand's) is at most TERMINAL_WIDTH wide (HelpFormatter)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import SANITIZER_TOOLS
+from .model import SANITIZER_TOOLS, step_suffix
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 """Gradescope's visibility values; a step's value is passed through to results.json."""
@@ -63,7 +63,7 @@ class Step:
     @property
     def suffix(self) -> str:
         """The part after the lab name: "1" for "indexing.1", "perf" for "indexing.perf"."""
-        return self.id.split(".", 1)[1]
+        return step_suffix(self.id)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ memcheck, racecheck, synccheck, initcheck: correctness on a GPU under that compu
 (each test in a process of its own; it passes only when the tool reports nothing); counter: a
 GPU's hardware counters held to bars, under Nsight Compute (one at a time)."""
 
+def step_suffix(step_id: str) -> str:
+    """The part of a step id after the lab's name: "1" for "indexing.1", "perf" for
+    "indexing.perf"."""
+    return step_id.split(".", 1)[-1]
+
+
 NO_DEVICE_REASON = "no CUDA device"
 """The not_run reason a GPU test reports when the machine has no usable GPU."""
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import reports
-from .context import default_build_dir
+from .context import TERMINAL_WIDTH, default_build_dir
 from .manifest import Lab, Manifest, Step
 from .model import LabResult, RunResult, Status, TestResult
 
@@ -209,7 +209,7 @@ _STYLES = {State.DONE: "green", State.FAILING: "red", State.NOT_RUN: "yellow",
            State.NOT_GRADED: "dim"}
 
 
-def render(labs: Sequence[LabProgress], width: int = 80) -> list[list[Segment]]:
+def render(labs: Sequence[LabProgress], width: int = TERMINAL_WIDTH) -> list[list[Segment]]:
     """The whole page; a step's detail goes on a line of its own when it would pass `width`."""
     done = sum(p.done for p in labs)
     total = sum(len(p.steps) for p in labs)
@@ -313,6 +313,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_progress(args: argparse.Namespace, ctx: Any) -> int:
     build_dir = default_build_dir(ctx, args.build_dir)
-    width = shutil.get_terminal_size((80, 24)).columns if reports.use_colour(ctx.stdout) else 80
+    width = shutil.get_terminal_size((80, 24)).columns if reports.use_colour(ctx.stdout) else TERMINAL_WIDTH
     write(render(load(ctx.root, build_dir, ctx.manifest()), width), ctx.stdout)
     return 0

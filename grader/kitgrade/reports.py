@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TextIO
 
 from . import counters, wrong_maps
-from .model import (NO_DEVICE_REASON, LabResult, RunResult, Status, TestResult,
+from .context import TERMINAL_WIDTH
+from .model import (NO_DEVICE_REASON, step_suffix, LabResult, RunResult, Status, TestResult,
                     is_correctness)
 
 # ---------------------------------------------------------------- shared wording
@@ -68,7 +69,7 @@ def measurement_text(test: TestResult) -> str:
 
 def step_label(step_id: str) -> str:
     """ "indexing.1" -> "Step 1", "indexing.perf" -> "Step perf"."""
-    return f"Step {step_id.split('.', 1)[1]}"
+    return f"Step {step_suffix(step_id)}"
 
 
 def lab_score_line(lab: LabResult) -> str:
@@ -122,7 +123,6 @@ _COLOURS = {
     Status.PASSED: "32", Status.FAILED: "31", Status.CRASHED: "31",
     Status.TIMED_OUT: "31", Status.NOT_RUN: "33",
 }
-_TITLE_WIDTH = 48
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -130,8 +130,6 @@ def use_colour(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
-TERMINAL_WIDTH = 80
-"""The width of the full report (render_terminal) unless a wider terminal asks for more."""
 _MIN_TITLE_WIDTH = 20
 
 
@@ -152,7 +150,7 @@ def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_
         for note in lab.notes:
             lines += wrapped(f"Note: {note}", 2, 4)
         if lab.error is None:
-            step_w = max([len("STEP")] + [len(_step_number(t.step)) for t in lab.tests])
+            step_w = max([len("STEP")] + [len(step_suffix(t.step)) for t in lab.tests])
             kind_w = max([5] + [len(t.kind) for t in lab.tests])  # "timed"; "counter" is wider
             subtotals = lab.subtotals()
             points_w = max([len("POINTS")] + [len(fraction(t.score, t.points)) for t in lab.tests]
@@ -163,13 +161,13 @@ def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_
                          f"{'STATUS':<9}  {'POINTS':>{points_w}}")
             for t in lab.tests:
                 status = paint(f"{t.status.value:<9}", _COLOURS[t.status])
-                lines.append(f"  {_step_number(t.step):<{step_w}}  "
+                lines.append(f"  {step_suffix(t.step):<{step_w}}  "
                              f"{_truncate(t.title, title_w):<{title_w}}  {t.kind:<{kind_w}}  "
                              f"{status}  {fraction(t.score, t.points):>{points_w}}")
             lines.append("  Steps:")
             steps_w = title_w + 2 + kind_w + 2 + 9 - 2
             for sub in subtotals:
-                lines.append(f"    {_step_number(sub.step):<{step_w}}  "
+                lines.append(f"    {step_suffix(sub.step):<{step_w}}  "
                              f"{_truncate(sub.title, steps_w):<{steps_w}}  "
                              f"{fraction(sub.score, sub.max_score):>{points_w}}")
         lines += wrapped(lab_score_line(lab), 2, 4, "1")
@@ -194,11 +192,6 @@ def render_terminal(run: RunResult, colour: bool = False, width: int = TERMINAL_
         lines.append("")
     lines += wrapped(total_line(run), 0, 2, "1")
     return "\n".join(lines) + "\n"
-
-
-def _step_number(step_id: str) -> str:
-    """ "indexing.1" -> "1", "indexing.perf" -> "perf": the table names its lab above it."""
-    return step_id.split(".", 1)[-1]
 
 
 def wrap_lines(text: str, width: int, indent: int = 0, hang: int = 0) -> list[str]:

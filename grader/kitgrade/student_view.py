@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import reports
 from .manifest import Manifest, ManifestError, load_manifest
-from .model import LabResult, RunResult, Status, TestResult
+from .model import LabResult, RunResult, Status, TestResult, step_suffix
 
 SCREEN_LINES = 20
 """What the view aims at: with the command line, the "Reports:" line and the prompt, one 24-line
@@ -62,7 +62,7 @@ class StepView:
 
     @property
     def suffix(self) -> str:
-        return self.id.split(".", 1)[1]
+        return step_suffix(self.id)
 
     @property
     def points(self) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from unittest import mock
 
 from kitgrade.cli import KIT_ROOT, ExitCode, build_parser, grade_exit_code, main
-from kitgrade.context import HELP_WIDTH, fill_help
+from kitgrade.context import TERMINAL_WIDTH, fill_help
 from kitgrade.model import LabResult, RunResult, Status, TestResult
 
 from .support import fake_env, make_repo
@@ -276,7 +276,7 @@ class HelpWidthTest(unittest.TestCase):
             parser = build_parser()
             commands = next(a for a in parser._actions if a.choices and a.dest == "command")
             for name, sub in [("kit.py", parser), *commands.choices.items()]:
-                wide = [line for line in sub.format_help().splitlines() if len(line) > HELP_WIDTH]
+                wide = [line for line in sub.format_help().splitlines() if len(line) > TERMINAL_WIDTH]
                 self.assertEqual(wide, [], name)
 
     def test_lists_rows_and_commands_keep_their_shape(self) -> None:
